@@ -1,0 +1,52 @@
+package buffer
+
+import "time"
+
+// Lane orders the outbox. LaneControl (acks, pongs, replies to the backend)
+// drains before LaneData. LaneData carries utterances and listen-buffer
+// batches strictly in Seq order, so a batch flushed by the wake phrase always
+// reaches the backend before the command spoken after it.
+type Lane uint8
+
+const (
+	LaneControl Lane = 0
+	LaneData    Lane = 1
+)
+
+// Kind says what an outbox entry is; sync/protocol renders each kind.
+type Kind string
+
+const (
+	KindUtterance Kind = "utterance" // a feedback-mode utterance (one per message)
+	KindBatch     Kind = "batch"     // a flushed listen buffer (one message, items in order)
+	KindAck       Kind = "ack"       // reply to an inbound command
+	KindEvent     Kind = "event"     // device events (mode changed, storage refused, ...)
+)
+
+// Record is one utterance as stored in the listen buffer or inside a batch.
+type Record struct {
+	ID         string    `json:"id"`  // UUIDv7, assigned by the store when empty
+	Seq        uint64    `json:"seq"` // per-device sequence, assigned by the store
+	Text       string    `json:"text"`
+	Lang       string    `json:"lang,omitempty"`
+	Confidence float64   `json:"confidence,omitempty"`
+	StartedAt  time.Time `json:"started_at"`         // wall clock when speech started
+	DurationMS int64     `json:"duration_ms"`        // speech length
+	Source     string    `json:"source,omitempty"`   // "mic", "file:<name>", "typed", "ptt"
+	Offline    bool      `json:"offline"`            // produced while the uplink was down
+	AudioID    string    `json:"audio_id,omitempty"` // journal key when audio is retained
+	CreatedAt  time.Time `json:"created_at"`         // when the store accepted it
+}
+
+// Entry is one outbox message waiting for delivery. Body is the kind-specific
+// JSON that sync/protocol wraps with the envelope (id, seq, device_id,
+// created_at, offline).
+type Entry struct {
+	ID        string    `json:"id"`  // UUIDv7, sortable
+	Seq       uint64    `json:"seq"` // per-device, monotonic across lanes
+	Lane      Lane      `json:"lane"`
+	Kind      Kind      `json:"kind"`
+	CreatedAt time.Time `json:"created_at"`
+	Offline   bool      `json:"offline"`
+	Body      []byte    `json:"body"`
+}
