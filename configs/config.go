@@ -1,0 +1,201 @@
+// Package configs holds agorad's YAML configuration: the defaults (the
+// embedded agorad.yaml), strict loading, environment overrides for secrets,
+// validation that names the bad field, redaction for logs, and the list of
+// fields a SIGHUP may change without a restart.
+package configs
+
+import (
+	_ "embed"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/agora/agorad/wake"
+)
+
+// DefaultYAML is the shipped configuration file: every field, commented.
+// Default() is parsed from it, so the documentation and the defaults cannot
+// drift apart.
+//
+//go:embed agorad.yaml
+var DefaultYAML []byte
+
+// Config is the whole daemon configuration. Field paths in errors use the
+// yaml names ("mqtt.tls.ca_file").
+type Config struct {
+	DeviceID   string     `yaml:"device_id"`
+	StateDir   string     `yaml:"state_dir"`
+	Mode       string     `yaml:"mode"`
+	Input      Input      `yaml:"input"`
+	Models     Models     `yaml:"models"`
+	Transcribe Transcribe `yaml:"transcribe"`
+	Segment    Segment    `yaml:"segment"`
+	Wake       Wake       `yaml:"wake"`
+	Storage    Storage    `yaml:"storage"`
+	MQTT       MQTT       `yaml:"mqtt"`
+	Sounds     Sounds     `yaml:"sounds"`
+	Control    Control    `yaml:"control"`
+	Metrics    Metrics    `yaml:"metrics"`
+	Log        Log        `yaml:"log"`
+}
+
+// Input says where audio comes from and what starts capture.
+type Input struct {
+	Source    string `yaml:"source"` // "default", a device name, a device index, a .wav path, or "none"
+	PTT       PTT    `yaml:"ptt"`
+	HandsFree bool   `yaml:"hands_free"`
+}
+
+// PTT is push-to-talk over a Linux evdev key.
+type PTT struct {
+	Enabled     bool   `yaml:"enabled"`
+	EvdevDevice string `yaml:"evdev_device"`
+	KeyCode     int    `yaml:"key_code"`
+}
+
+// Models names the whisper and VAD models (a catalog name or a file path).
+type Models struct {
+	Whisper string `yaml:"whisper"`
+	VAD     string `yaml:"vad"`
+	Dir     string `yaml:"dir"`
+}
+
+// Transcribe tunes whisper.
+type Transcribe struct {
+	Language      string   `yaml:"language"`
+	Threads       int      `yaml:"threads"`
+	InitialPrompt string   `yaml:"initial_prompt"`
+	Contexts      []string `yaml:"contexts"`
+}
+
+// Segment tunes utterance segmentation.
+type Segment struct {
+	EnergyGateDBFS float64  `yaml:"energy_gate_dbfs"`
+	VADOnset       float64  `yaml:"vad_onset"`
+	VADOffset      float64  `yaml:"vad_offset"`
+	MinSpeech      Duration `yaml:"min_speech"`
+	Hangover       Duration `yaml:"hangover"`
+	PreRoll        Duration `yaml:"pre_roll"`
+	PostPad        Duration `yaml:"post_pad"`
+	MaxUtterance   Duration `yaml:"max_utterance"`
+}
+
+// Wake lists the wake words; empty lists mean the wake package's built-in ones.
+type Wake struct {
+	Words       []string `yaml:"words"`
+	ListenWords []string `yaml:"listen_words"`
+}
+
+// Rules returns the wake configuration to build wake rules from: each empty
+// list is replaced by the wake package's built-in list.
+func (w Wake) Rules() wake.Config {
+	cfg := wake.DefaultConfig()
+	if len(w.Words) > 0 {
+		cfg.Words = slices.Clone(w.Words)
+	}
+	if len(w.ListenWords) > 0 {
+		cfg.ListenWords = slices.Clone(w.ListenWords)
+	}
+	return cfg
+}
+
+// Storage caps and durability of the Badger store.
+type Storage struct {
+	MaxBytes       int64  `yaml:"max_bytes"`
+	MaxItems       int    `yaml:"max_items"`
+	Sync           string `yaml:"sync"`            // always | interval | none
+	AudioRetention string `yaml:"audio_retention"` // drop | keep
+}
+
+// MQTT is the uplink to the backend.
+type MQTT struct {
+	Broker           string   `yaml:"broker"`
+	ClientID         string   `yaml:"client_id"`
+	Username         string   `yaml:"username"`
+	Password         string   `yaml:"password"`
+	PasswordFile     string   `yaml:"password_file"`
+	TLS              TLS      `yaml:"tls"`
+	Keepalive        Duration `yaml:"keepalive"`
+	ReconnectMin     Duration `yaml:"reconnect_min"`
+	ReconnectMax     Duration `yaml:"reconnect_max"`
+	BatchAckRequired bool     `yaml:"batch_ack_required"`
+}
+
+// TLS files for the broker connection.
+type TLS struct {
+	CAFile   string `yaml:"ca_file"`
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+}
+
+// Sounds are the earcons.
+type Sounds struct {
+	Enabled bool    `yaml:"enabled"`
+	Volume  float64 `yaml:"volume"`
+	Device  string  `yaml:"device"`
+}
+
+// Control is the agoractl socket.
+type Control struct {
+	Socket string `yaml:"socket"`
+}
+
+// Metrics is the Prometheus endpoint.
+type Metrics struct {
+	Listen string `yaml:"listen"`
+}
+
+// Log configures log/slog.
+type Log struct {
+	Level  string `yaml:"level"`  // debug | info | warn | error
+	Format string `yaml:"format"` // text | json
+}
+
+// Duration is a time.Duration written as a Go duration string ("500ms") in
+// YAML; bare numbers are refused because their unit would be a guess.
+type Duration time.Duration
+
+// D returns the value as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// String formats like time.Duration.
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// UnmarshalYAML parses a duration string.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := parseDuration(n)
+	if err != nil {
+		return err
+	}
+	*d = v
+	return nil
+}
+
+func parseDuration(n *yaml.Node) (Duration, error) {
+	if n.Kind != yaml.ScalarNode || n.Tag != "!!str" {
+		return 0, fmt.Errorf("%q is not a duration (write it with a unit: 500ms, 30s, 2m)", n.Value)
+	}
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return 0, fmt.Errorf("%q is not a duration (write it with a unit: 500ms, 30s, 2m)", n.Value)
+	}
+	return Duration(v), nil
+}
+
+// MarshalYAML writes the duration string.
+func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+
+// MarshalText writes the duration string (JSON output).
+func (d Duration) MarshalText() ([]byte, error) { return []byte(d.String()), nil }
+
+// ModelsDir is where named models are looked up and fetched to: models.dir,
+// or <state_dir>/models when empty.
+func (c *Config) ModelsDir() string {
+	if c.Models.Dir != "" {
+		return c.Models.Dir
+	}
+	return filepath.Join(c.StateDir, "models")
+}

@@ -1,0 +1,436 @@
+package configs
+
+import (
+	"bytes"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/agora/agorad/wake"
+)
+
+func writeConfig(t *testing.T, body string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "agorad.yaml")
+	if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func clearEnv(t *testing.T) {
+	t.Setenv(EnvMQTTPassword, "")
+	t.Setenv(EnvMQTTUsername, "")
+}
+
+func TestShippedFileLoadsValidatesAndIsTheDefault(t *testing.T) {
+	clearEnv(t)
+	d := Default()
+	if err := d.Validate(); err != nil {
+		t.Fatalf("Default() does not validate: %v", err)
+	}
+	// The file on disk is what is embedded (go:embed reads it at build time).
+	disk, err := os.ReadFile("agorad.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(disk, DefaultYAML) {
+		t.Fatal("embedded agorad.yaml differs from the file on disk")
+	}
+	// Parsing the shipped file over zero values gives the same as Default().
+	var zero Config
+	if err := decode(DefaultYAML, "agorad.yaml", &zero); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(&zero, d) {
+		t.Fatalf("shipped file parsed over zero values differs from Default():\n%v\nvs\n%v", &zero, d)
+	}
+	loaded, err := Load(writeConfig(t, string(DefaultYAML)))
+	if err != nil {
+		t.Fatalf("Load(shipped file): %v", err)
+	}
+	fromDefaults, err := Load("")
+	if err != nil {
+		t.Fatalf("Load(\"\"): %v", err)
+	}
+	if !reflect.DeepEqual(loaded, fromDefaults) {
+		t.Fatalf("loading the shipped file differs from defaults only:\n%v\nvs\n%v", loaded, fromDefaults)
+	}
+	// Spot-check values that other packages rely on.
+	if d.Control.Socket != "/run/agorad/agorad.sock" || d.Metrics.Listen != "127.0.0.1:9464" ||
+		d.StateDir != "/var/lib/agorad" || d.Segment.MaxUtterance.D() != 30*time.Second {
+		t.Fatalf("unexpected defaults: %+v", d)
+	}
+	if loaded.DeviceID == "" || !deviceIDRe.MatchString(loaded.DeviceID) {
+		t.Fatalf("device_id not derived: %q", loaded.DeviceID)
+	}
+	if loaded.MQTT.ClientID != "agorad-"+loaded.DeviceID {
+		t.Fatalf("client_id = %q", loaded.MQTT.ClientID)
+	}
+}
+
+// Every field of Config must appear (and so be documented) in the shipped file.
+func TestEveryFieldIsInShippedFile(t *testing.T) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(DefaultYAML, &doc); err != nil {
+		t.Fatal(err)
+	}
+	paths := Paths()
+	if len(paths) < 40 {
+		t.Fatalf("only %d paths: Paths() is broken", len(paths))
+	}
+	for _, p := range paths {
+		n := doc.Content[0]
+		for _, key := range strings.Split(p, ".") {
+			var next *yaml.Node
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == key {
+					next = n.Content[i+1]
+					if n.Content[i].HeadComment == "" && n.Content[i].LineComment == "" && key == p[strings.LastIndex(p, ".")+1:] {
+						t.Errorf("%s has no comment in agorad.yaml", p)
+					}
+				}
+			}
+			if next == nil {
+				t.Errorf("%s is missing from agorad.yaml", p)
+				break
+			}
+			n = next
+		}
+	}
+}
+
+func TestParseErrorsNameFieldAndLine(t *testing.T) {
+	tests := []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"unknown top", "mode: listen\nmqt:\n  broker: x\n", []string{"mqt: unknown field (line 2)"}},
+		{"unknown nested", "mqtt:\n  brokr: tcp://a:1\n", []string{"mqtt.brokr: unknown field (line 2)"}},
+		{"unknown deep", "mqtt:\n  tls:\n    ca: /x\n", []string{"mqtt.tls.ca: unknown field (line 3)"}},
+		{"bare number duration", "segment:\n  hangover: 700\n", []string{"segment.hangover:", "700", "line 2", "with a unit"}},
+		{"bad duration", "mqtt:\n  keepalive: soon\n", []string{"mqtt.keepalive:", `"soon"`}},
+		{"bad bool", "sounds:\n  enabled: maybe\n", []string{"sounds.enabled:", `"maybe"`, "boolean"}},
+		{"bad int", "storage:\n  max_items: lots\n", []string{"storage.max_items:", "integer", "line 2"}},
+		{"bad float", "sounds:\n  volume: loud\n", []string{"sounds.volume:", "number"}},
+		{"mapping expected", "mqtt: tcp://x\n", []string{"mqtt: expected a mapping"}},
+		{"list expected", "wake:\n  words: agora\n", []string{"wake.words: expected a list"}},
+		{"two at once", "foo: 1\nbar: 2\n", []string{"foo: unknown field (line 1)", "bar: unknown field (line 2)"}},
+		{"syntax", "mqtt: [\n", []string{"parse"}},
+		{"scalar document", "hello\n", []string{"config: expected a mapping"}},
+		{"duplicate key", "mode: listen\nmode: feedback\n", []string{"already defined"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Load(writeConfig(t, tc.yaml))
+			if err == nil {
+				t.Fatal("no error")
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestEmptyAndCommentOnlyFiles(t *testing.T) {
+	clearEnv(t)
+	want, err := Load("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, body := range []string{"", "# nothing set\n", "---\n"} {
+		c, err := Load(writeConfig(t, body))
+		if err != nil {
+			t.Fatalf("%q: %v", body, err)
+		}
+		if !reflect.DeepEqual(c, want) {
+			t.Fatalf("%q: differs from defaults", body)
+		}
+	}
+}
+
+func TestPartialFileKeepsDefaults(t *testing.T) {
+	clearEnv(t)
+	c, err := Load(writeConfig(t, "mode: feedback\nsounds:\n  volume: 0.25\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := Default()
+	if c.Mode != "feedback" || c.Sounds.Volume != 0.25 {
+		t.Fatalf("values not applied: %+v", c)
+	}
+	if c.Sounds.Enabled != d.Sounds.Enabled || c.Sounds.Device != d.Sounds.Device || c.MQTT.Broker != d.MQTT.Broker {
+		t.Fatalf("defaults lost: %+v", c)
+	}
+}
+
+func TestValidationNamesField(t *testing.T) {
+	wav := filepath.Join(t.TempDir(), "in.wav")
+	if err := os.WriteFile(wav, []byte("RIFF"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name string
+		mod  func(c *Config)
+		want string // "" means valid
+	}{
+		{"default", func(c *Config) {}, ""},
+		{"broker scheme", func(c *Config) { c.MQTT.Broker = "foo" }, `mqtt.broker: "foo" is not a tcp://, ssl://, mqtts://`},
+		{"broker http", func(c *Config) { c.MQTT.Broker = "http://x:1" }, "mqtt.broker:"},
+		{"broker ok ssl", func(c *Config) { c.MQTT.Broker = "ssl://b.example:8883" }, ""},
+		{"broker empty disables", func(c *Config) { c.MQTT.Broker = "" }, ""},
+		{"volume", func(c *Config) { c.Sounds.Volume = 1.5 }, "sounds.volume: 1.5 not in 0..1"},
+		{"metrics public", func(c *Config) { c.Metrics.Listen = "0.0.0.0:9464" }, "metrics.listen: 0.0.0.0:9464 is not a loopback address"},
+		{"metrics v6 loopback", func(c *Config) { c.Metrics.Listen = "[::1]:9464" }, ""},
+		{"metrics localhost", func(c *Config) { c.Metrics.Listen = "localhost:0" }, ""},
+		{"metrics no port", func(c *Config) { c.Metrics.Listen = "127.0.0.1" }, "metrics.listen:"},
+		{"metrics disabled", func(c *Config) { c.Metrics.Listen = "" }, ""},
+		{"mode", func(c *Config) { c.Mode = "talk" }, `mode: "talk" is not one of listen, feedback`},
+		{"device id slash", func(c *Config) { c.DeviceID = "a/b" }, "device_id:"},
+		{"device id wildcard", func(c *Config) { c.DeviceID = "a+" }, "device_id:"},
+		{"language", func(c *Config) { c.Transcribe.Language = "de" }, "transcribe.language:"},
+		{"threads", func(c *Config) { c.Transcribe.Threads = -1 }, "transcribe.threads:"},
+		{"key code", func(c *Config) { c.Input.PTT.KeyCode = 0 }, "input.ptt.key_code:"},
+		{"ptt no device", func(c *Config) { c.Input.PTT.Enabled = true }, "input.ptt.evdev_device:"},
+		{"no capture trigger", func(c *Config) { c.Input.HandsFree = false }, "input.hands_free:"},
+		{"ptt only ok", func(c *Config) {
+			c.Input.HandsFree = false
+			c.Input.PTT.Enabled = true
+			c.Input.PTT.EvdevDevice = "/dev/input/event0"
+		}, ""},
+		{"source empty", func(c *Config) { c.Input.Source = "" }, "input.source:"},
+		{"source wav missing", func(c *Config) { c.Input.Source = "/nonexistent/x.wav" }, "input.source:"},
+		{"source wav ok", func(c *Config) { c.Input.Source = wav }, ""},
+		{"whisper empty", func(c *Config) { c.Models.Whisper = "" }, "models.whisper:"},
+		{"onset", func(c *Config) { c.Segment.VADOnset = 1 }, "segment.vad_onset:"},
+		{"offset above onset", func(c *Config) { c.Segment.VADOffset = 0.9 }, "segment.vad_offset:"},
+		{"gate", func(c *Config) { c.Segment.EnergyGateDBFS = 3 }, "segment.energy_gate_dbfs:"},
+		{"max utterance", func(c *Config) { c.Segment.MaxUtterance = Duration(time.Minute) }, "segment.max_utterance:"},
+		{"hangover", func(c *Config) { c.Segment.Hangover = Duration(-time.Second) }, "segment.hangover:"},
+		{"wake empty word", func(c *Config) { c.Wake.Words = []string{"agora", " "} }, "wake.words[1]:"},
+		{"wake duplicate", func(c *Config) { c.Wake.ListenWords = []string{"luister", "Luister!"} }, "wake.listen_words[1]:"},
+		{"wake custom ok", func(c *Config) { c.Wake.Words = []string{"agora", "hey agora"} }, ""},
+		{"post pad", func(c *Config) { c.Segment.PostPad = Duration(-1) }, "segment.post_pad:"},
+		{"max bytes tiny", func(c *Config) { c.Storage.MaxBytes = 1000 }, "storage.max_bytes:"},
+		{"max bytes none", func(c *Config) { c.Storage.MaxBytes = 0 }, ""},
+		{"sync", func(c *Config) { c.Storage.Sync = "sometimes" }, "storage.sync:"},
+		{"retention", func(c *Config) { c.Storage.AudioRetention = "forever" }, "storage.audio_retention:"},
+		{"tls half", func(c *Config) { c.MQTT.Broker = "ssl://b:8883"; c.MQTT.TLS.CertFile = wav }, "mqtt.tls: cert_file and key_file"},
+		{"tls missing file", func(c *Config) { c.MQTT.Broker = "ssl://b:8883"; c.MQTT.TLS.CAFile = "/nonexistent/ca.pem" }, "mqtt.tls.ca_file:"},
+		{"tls on tcp", func(c *Config) { c.MQTT.TLS.CAFile = wav }, "mqtt.tls: is set but mqtt.broker"},
+		{"keepalive", func(c *Config) { c.MQTT.Keepalive = Duration(time.Second) }, "mqtt.keepalive:"},
+		{"reconnect order", func(c *Config) { c.MQTT.ReconnectMax = Duration(500 * time.Millisecond) }, "mqtt.reconnect_max:"},
+		{"socket empty", func(c *Config) { c.Control.Socket = "" }, "control.socket:"},
+		{"socket long", func(c *Config) { c.Control.Socket = "/" + strings.Repeat("a", 120) }, "control.socket:"},
+		{"log level", func(c *Config) { c.Log.Level = "verbose" }, "log.level:"},
+		{"log format", func(c *Config) { c.Log.Format = "xml" }, "log.format:"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			c := Default()
+			tc.mod(c)
+			err := c.Validate()
+			if tc.want == "" {
+				if err != nil {
+					t.Fatalf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("error %v, want it to contain %q", err, tc.want)
+			}
+		})
+	}
+}
+
+func TestValidationReportsAllProblems(t *testing.T) {
+	clearEnv(t)
+	_, err := Load(writeConfig(t, "mode: x\nsounds:\n  volume: 2\nlog:\n  level: loud\nmqtt:\n  password_file: /nonexistent/pw\n"))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	for _, w := range []string{"mode:", "sounds.volume:", "log.level:", "mqtt.password_file:"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q misses %q", err, w)
+		}
+	}
+}
+
+func TestSecrets(t *testing.T) {
+	dir := t.TempDir()
+	pwFile := filepath.Join(dir, "pw")
+	if err := os.WriteFile(pwFile, []byte("s3cret-from-file\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	t.Run("password_file trimmed", func(t *testing.T) {
+		clearEnv(t)
+		c, err := Load(writeConfig(t, "mqtt:\n  password_file: "+pwFile+"\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.MQTT.Password != "s3cret-from-file" {
+			t.Fatalf("password = %q", c.MQTT.Password)
+		}
+	})
+	t.Run("password_file env expanded", func(t *testing.T) {
+		clearEnv(t)
+		t.Setenv("CREDENTIALS_DIRECTORY", dir)
+		c, err := Load(writeConfig(t, "mqtt:\n  password_file: ${CREDENTIALS_DIRECTORY}/pw\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.MQTT.Password != "s3cret-from-file" {
+			t.Fatalf("password = %q", c.MQTT.Password)
+		}
+	})
+	t.Run("password_file missing names file", func(t *testing.T) {
+		clearEnv(t)
+		_, err := Load(writeConfig(t, "mqtt:\n  password_file: /nonexistent/agorad-pw\n"))
+		if err == nil || !strings.Contains(err.Error(), "mqtt.password_file") || !strings.Contains(err.Error(), "/nonexistent/agorad-pw") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("both set", func(t *testing.T) {
+		clearEnv(t)
+		_, err := Load(writeConfig(t, "mqtt:\n  password: a\n  password_file: "+pwFile+"\n"))
+		if err == nil || !strings.Contains(err.Error(), "both set") {
+			t.Fatalf("err = %v", err)
+		}
+	})
+	t.Run("env overrides", func(t *testing.T) {
+		t.Setenv(EnvMQTTPassword, "from-env")
+		t.Setenv(EnvMQTTUsername, "inspector")
+		c, err := Load(writeConfig(t, "mqtt:\n  username: u\n  password_file: /nonexistent/never-read\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if c.MQTT.Password != "from-env" || c.MQTT.Username != "inspector" {
+			t.Fatalf("got %q/%q", c.MQTT.Username, c.MQTT.Password)
+		}
+		// Secrets never printed.
+		var logBuf bytes.Buffer
+		slog.New(slog.NewTextHandler(&logBuf, nil)).Info("config", "cfg", c)
+		for _, out := range []string{c.String(), logBuf.String()} {
+			if strings.Contains(out, "from-env") {
+				t.Fatalf("password printed: %s", out)
+			}
+			if !strings.Contains(out, "REDACTED") || !strings.Contains(out, "inspector") {
+				t.Fatalf("redacted output lacks expected fields: %s", out)
+			}
+		}
+		if c.MQTT.Password != "from-env" {
+			t.Fatal("Redacted modified the original")
+		}
+		// The String() output is itself a loadable config.
+		if _, err := Parse([]byte(c.String()), "redacted"); err != nil {
+			t.Fatalf("String() output does not parse: %v", err)
+		}
+	})
+}
+
+func TestReloadableDiff(t *testing.T) {
+	base := Default()
+	tests := []struct {
+		name          string
+		mod           func(c *Config)
+		changed, need []string
+	}{
+		{"none", func(c *Config) {}, nil, nil},
+		{"log level", func(c *Config) { c.Log.Level = "debug" }, []string{"log.level"}, nil},
+		{"sounds and wake", func(c *Config) {
+			c.Sounds.Volume = 0.1
+			c.Wake.Words = []string{"agora", "agorah"}
+		}, []string{"wake.words", "sounds.volume"}, nil},
+		{"reconnect", func(c *Config) { c.MQTT.ReconnectMax = Duration(time.Minute) }, []string{"mqtt.reconnect_max"}, nil},
+		{"broker and model", func(c *Config) {
+			c.MQTT.Broker = "tcp://other:1883"
+			c.Models.Whisper = "small"
+		}, nil, []string{"models.whisper", "mqtt.broker"}},
+		{"mixed", func(c *Config) {
+			c.Log.Level = "warn"
+			c.StateDir = "/tmp/x"
+			c.MQTT.Password = "new"
+		}, []string{"log.level"}, []string{"state_dir", "mqtt.password"}},
+		{"nil vs empty slice", func(c *Config) { c.Transcribe.Contexts = nil }, nil, nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			next := Default()
+			tc.mod(next)
+			ch, nr := base.ReloadableDiff(next)
+			if !reflect.DeepEqual(ch, tc.changed) || !reflect.DeepEqual(nr, tc.need) {
+				t.Fatalf("got changed=%v restart=%v, want %v %v", ch, nr, tc.changed, tc.need)
+			}
+		})
+	}
+}
+
+func TestWakeRules(t *testing.T) {
+	def := wake.DefaultConfig()
+	if got := (Wake{}).Rules(); !reflect.DeepEqual(got, def) {
+		t.Fatalf("empty lists: %+v, want the wake defaults %+v", got, def)
+	}
+	got := Wake{Words: []string{"agora", "agorra"}}.Rules()
+	if !reflect.DeepEqual(got.Words, []string{"agora", "agorra"}) || !reflect.DeepEqual(got.ListenWords, def.ListenWords) {
+		t.Fatalf("custom words: %+v", got)
+	}
+	if _, err := wake.New(Default().Wake.Rules()); err != nil {
+		t.Fatalf("default wake rules rejected by wake.New: %v", err)
+	}
+}
+
+func TestSlogLevel(t *testing.T) {
+	for in, want := range map[string]slog.Level{"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError} {
+		if got := (Log{Level: in}).SlogLevel(); got != want {
+			t.Errorf("%s: %v", in, got)
+		}
+	}
+}
+
+func TestDeviceIDSanitized(t *testing.T) {
+	if got := sanitizeID("host name/with+bad#chars"); !deviceIDRe.MatchString(got) {
+		t.Fatalf("%q not a valid device id", got)
+	}
+}
+
+func TestNewLogger(t *testing.T) {
+	var lv slog.LevelVar
+	lv.Set((Log{Level: "warn"}).SlogLevel())
+	for _, tc := range []struct{ format, want string }{{"json", `"msg":"shown"`}, {"text", "msg=shown"}} {
+		var buf bytes.Buffer
+		lg := Log{Format: tc.format}.NewLogger(&buf, &lv)
+		lg.Info("hidden")
+		lg.Warn("shown")
+		if strings.Contains(buf.String(), "hidden") || !strings.Contains(buf.String(), tc.want) {
+			t.Errorf("%s: %q", tc.format, buf.String())
+		}
+	}
+	// Reload: the same logger follows the LevelVar.
+	var buf bytes.Buffer
+	lg := Log{Format: "text"}.NewLogger(&buf, &lv)
+	lv.Set(slog.LevelDebug)
+	lg.Debug("now visible")
+	if !strings.Contains(buf.String(), "now visible") {
+		t.Error("level change not applied")
+	}
+}
+
+func TestModelsDir(t *testing.T) {
+	c := Default()
+	if got := c.ModelsDir(); got != "/var/lib/agorad/models" {
+		t.Fatalf("default ModelsDir = %s", got)
+	}
+	c.Models.Dir = "/opt/models"
+	if got := c.ModelsDir(); got != "/opt/models" {
+		t.Fatalf("ModelsDir = %s", got)
+	}
+}

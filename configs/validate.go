@@ -1,0 +1,193 @@
+package configs
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Validate checks every field and returns all problems at once
+// (errors.Join), each naming the field path.
+func (c *Config) Validate() error {
+	var errs []error
+	bad := func(path, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: %s", path, fmt.Sprintf(format, args...)))
+	}
+	oneOf := func(path, v string, allowed ...string) {
+		if !slices.Contains(allowed, v) {
+			bad(path, "%s is not one of %s", quote(v), strings.Join(allowed, ", "))
+		}
+	}
+	between := func(path string, v, lo, hi float64) {
+		if v < lo || v > hi {
+			bad(path, "%g not in %g..%g", v, lo, hi)
+		}
+	}
+	durBetween := func(path string, d Duration, lo, hi time.Duration) {
+		if d.D() < lo || d.D() > hi {
+			bad(path, "%s not in %s..%s", d, lo, hi)
+		}
+	}
+	fileExists := func(path, p string) {
+		if p == "" {
+			return
+		}
+		st, err := os.Stat(p)
+		if err != nil {
+			bad(path, "%v", err)
+		} else if st.IsDir() {
+			bad(path, "%s is a directory", p)
+		}
+	}
+
+	if c.DeviceID != "" && !deviceIDRe.MatchString(c.DeviceID) {
+		bad("device_id", "%s may only have letters, digits, '.', '_', '-' (1..64): it is part of MQTT topics", quote(c.DeviceID))
+	}
+	if strings.TrimSpace(c.StateDir) == "" {
+		bad("state_dir", "is empty")
+	}
+	oneOf("mode", c.Mode, "listen", "feedback")
+
+	// input
+	src := strings.TrimSpace(c.Input.Source)
+	switch {
+	case src == "":
+		bad("input.source", `is empty (use "default", a device name or index, a .wav path, or "none")`)
+	case strings.HasSuffix(strings.ToLower(src), ".wav"):
+		fileExists("input.source", src)
+	}
+	if k := c.Input.PTT.KeyCode; k < 1 || k > 767 {
+		bad("input.ptt.key_code", "%d not in 1..767 (linux/input-event-codes.h)", k)
+	}
+	if c.Input.PTT.Enabled && strings.TrimSpace(c.Input.PTT.EvdevDevice) == "" {
+		bad("input.ptt.evdev_device", "is empty but input.ptt.enabled is true")
+	}
+	if !c.Input.HandsFree && !c.Input.PTT.Enabled && src != "none" {
+		bad("input.hands_free", "false needs input.ptt.enabled: true (otherwise nothing is ever captured)")
+	}
+
+	// models, transcribe
+	if strings.TrimSpace(c.Models.Whisper) == "" {
+		bad("models.whisper", "is empty (a model name like base, or a path to a ggml .bin file)")
+	}
+	if strings.TrimSpace(c.Models.VAD) == "" {
+		bad("models.vad", "is empty (silero-v6.2.0, or a path to a ggml .bin file)")
+	}
+	oneOf("transcribe.language", c.Transcribe.Language, "nl", "en", "auto")
+	if t := c.Transcribe.Threads; t < 0 || t > 256 {
+		bad("transcribe.threads", "%d not in 0..256 (0: all cores)", t)
+	}
+	for i, s := range c.Transcribe.Contexts {
+		if strings.TrimSpace(s) == "" {
+			bad(fmt.Sprintf("transcribe.contexts[%d]", i), "is empty")
+		}
+	}
+
+	// segment
+	s := c.Segment
+	between("segment.energy_gate_dbfs", s.EnergyGateDBFS, -120, 0)
+	if s.VADOnset <= 0 || s.VADOnset >= 1 {
+		bad("segment.vad_onset", "%g not in 0..1 (exclusive)", s.VADOnset)
+	}
+	if s.VADOffset <= 0 || s.VADOffset > s.VADOnset {
+		bad("segment.vad_offset", "%g not in 0..vad_onset (%g)", s.VADOffset, s.VADOnset)
+	}
+	durBetween("segment.min_speech", s.MinSpeech, 0, 5*time.Second)
+	durBetween("segment.hangover", s.Hangover, 0, 10*time.Second)
+	durBetween("segment.pre_roll", s.PreRoll, 0, 5*time.Second)
+	durBetween("segment.post_pad", s.PostPad, 0, 5*time.Second)
+	durBetween("segment.max_utterance", s.MaxUtterance, time.Second, 30*time.Second)
+	if s.MinSpeech.D() >= s.MaxUtterance.D() && s.MaxUtterance.D() > 0 {
+		bad("segment.min_speech", "%s is not shorter than segment.max_utterance (%s)", s.MinSpeech, s.MaxUtterance)
+	}
+
+	// wake: the wake package's own check (its errors name wake.words[i]).
+	if err := c.Wake.Rules().Validate(); err != nil {
+		errs = append(errs, err)
+	}
+
+	// storage
+	if b := c.Storage.MaxBytes; b != 0 && b < 16<<20 {
+		bad("storage.max_bytes", "%d is below 16 MiB (16777216); 0 means no cap", b)
+	}
+	if c.Storage.MaxItems < 0 {
+		bad("storage.max_items", "%d is negative; 0 means no cap", c.Storage.MaxItems)
+	}
+	oneOf("storage.sync", c.Storage.Sync, "always", "interval", "none")
+	oneOf("storage.audio_retention", c.Storage.AudioRetention, "drop", "keep")
+
+	// mqtt
+	m := c.MQTT
+	tlsScheme := false
+	if m.Broker != "" {
+		u, err := url.Parse(m.Broker)
+		if err != nil || u.Host == "" || !slices.Contains([]string{"tcp", "mqtt", "ssl", "tls", "mqtts", "ws", "wss"}, u.Scheme) {
+			bad("mqtt.broker", "%s is not a tcp://, ssl://, mqtts://, ws:// or wss:// URL with a host", quote(m.Broker))
+		} else {
+			tlsScheme = slices.Contains([]string{"ssl", "tls", "mqtts", "wss"}, u.Scheme)
+		}
+	}
+	if (m.TLS.CertFile == "") != (m.TLS.KeyFile == "") {
+		bad("mqtt.tls", "cert_file and key_file go together: set both or neither")
+	}
+	fileExists("mqtt.tls.ca_file", m.TLS.CAFile)
+	fileExists("mqtt.tls.cert_file", m.TLS.CertFile)
+	fileExists("mqtt.tls.key_file", m.TLS.KeyFile)
+	if m.Broker != "" && !tlsScheme && (m.TLS.CAFile != "" || m.TLS.CertFile != "") {
+		bad("mqtt.tls", "is set but mqtt.broker %s is not a TLS URL (use ssl://, mqtts:// or wss://)", quote(m.Broker))
+	}
+	durBetween("mqtt.keepalive", m.Keepalive, 5*time.Second, time.Hour)
+	durBetween("mqtt.reconnect_min", m.ReconnectMin, 100*time.Millisecond, time.Hour)
+	durBetween("mqtt.reconnect_max", m.ReconnectMax, 100*time.Millisecond, 24*time.Hour)
+	if m.ReconnectMax < m.ReconnectMin {
+		bad("mqtt.reconnect_max", "%s is below mqtt.reconnect_min (%s)", m.ReconnectMax, m.ReconnectMin)
+	}
+
+	// sounds, control, metrics, log
+	between("sounds.volume", c.Sounds.Volume, 0, 1)
+	if c.Sounds.Enabled && strings.TrimSpace(c.Sounds.Device) == "" {
+		bad("sounds.device", `is empty (use "default", a device name or index)`)
+	}
+	switch sock := c.Control.Socket; {
+	case sock == "":
+		bad("control.socket", "is empty")
+	case len(sock) > 100:
+		// sun_path holds 108 bytes; Listen also needs room for a temporary name.
+		bad("control.socket", "%s is longer than 100 bytes (unix socket path limit)", quote(sock))
+	}
+	if c.Metrics.Listen != "" {
+		if err := CheckLoopback(c.Metrics.Listen); err != nil {
+			bad("metrics.listen", "%v", err)
+		}
+	}
+	oneOf("log.level", c.Log.Level, "debug", "info", "warn", "error")
+	oneOf("log.format", c.Log.Format, "text", "json")
+
+	return errors.Join(errs...)
+}
+
+// CheckLoopback accepts host:port where host is localhost or a loopback IP:
+// the metrics endpoints have no authentication.
+func CheckLoopback(addr string) error {
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("%s is not host:port: %v", addr, err)
+	}
+	if _, err := net.LookupPort("tcp", port); err != nil || port == "" {
+		return fmt.Errorf("%s: bad port %q", addr, port)
+	}
+	if host == "localhost" {
+		return nil
+	}
+	ip, err := netip.ParseAddr(host)
+	if err != nil || !ip.IsLoopback() {
+		return fmt.Errorf("%s is not a loopback address", addr)
+	}
+	return nil
+}

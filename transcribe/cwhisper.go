@@ -1,0 +1,99 @@
+package transcribe
+
+/*
+#cgo LDFLAGS: -lwhisper -lggml -lggml-base
+#include <stdlib.h>
+#include <whisper.h>
+#include <ggml.h>
+
+extern void agoraGoLog(int level, char *text);
+
+static void agora_log_cb(enum ggml_log_level level, const char *text, void *ud) {
+	(void)ud;
+	agoraGoLog((int)level, (char *)text);
+}
+
+// Routes whisper.cpp's and ggml's own logging to Go instead of stderr.
+static void agora_install_log(void) {
+	whisper_log_set(agora_log_cb, NULL);
+	ggml_log_set(agora_log_cb, NULL);
+}
+
+static bool agora_abort_cb(void *data) {
+	return __atomic_load_n((int *)data, __ATOMIC_RELAXED) != 0;
+}
+
+// Runs whisper_full with the binding's Go callbacks removed: the binding keeps
+// them in unsynchronised global maps, which two contexts running at once
+// would race on. Cancellation goes through abort_callback and a flag instead.
+static int agora_full(struct whisper_context *ctx, struct whisper_full_params *p,
+		const float *samples, int n, int *abort_flag) {
+	struct whisper_full_params params = *p;
+	params.new_segment_callback = NULL;
+	params.new_segment_callback_user_data = NULL;
+	params.progress_callback = NULL;
+	params.progress_callback_user_data = NULL;
+	params.encoder_begin_callback = NULL;
+	params.encoder_begin_callback_user_data = NULL;
+	params.abort_callback = agora_abort_cb;
+	params.abort_callback_user_data = abort_flag;
+	return whisper_full(ctx, params, samples, n);
+}
+
+static void agora_set_abort(int *flag, int v) {
+	__atomic_store_n(flag, v, __ATOMIC_RELAXED);
+}
+
+static void agora_free_prompt(struct whisper_full_params *p) {
+	free((void *)p->initial_prompt);
+	p->initial_prompt = NULL;
+}
+*/
+import "C"
+
+import (
+	"errors"
+	"unsafe"
+
+	"github.com/ggerganov/whisper.cpp/bindings/go"
+)
+
+func installLogHook() { C.agora_install_log() }
+
+// abortFlag is C memory so whisper's threads can read it while Go writes it.
+type abortFlag struct{ p *C.int }
+
+func newAbortFlag() abortFlag {
+	p := (*C.int)(C.malloc(C.size_t(unsafe.Sizeof(C.int(0)))))
+	*p = 0
+	return abortFlag{p: p}
+}
+
+func (f abortFlag) set(v bool) {
+	n := C.int(0)
+	if v {
+		n = 1
+	}
+	C.agora_set_abort(f.p, n)
+}
+
+func (f abortFlag) free() { C.free(unsafe.Pointer(f.p)) }
+
+var errWhisperFull = errors.New("whisper_full failed")
+
+// runFull runs whisper_full on ctx with params; samples must not be empty.
+func runFull(ctx *whisper.Context, params *whisper.Params, samples []float32, abort abortFlag) error {
+	rc := C.agora_full(
+		(*C.struct_whisper_context)(unsafe.Pointer(ctx)),
+		(*C.struct_whisper_full_params)(unsafe.Pointer(params)),
+		(*C.float)(unsafe.Pointer(&samples[0])), C.int(len(samples)), abort.p)
+	if rc != 0 {
+		return errWhisperFull
+	}
+	return nil
+}
+
+// freePrompt releases the C string the binding's SetInitialPrompt allocated.
+func freePrompt(params *whisper.Params) {
+	C.agora_free_prompt((*C.struct_whisper_full_params)(unsafe.Pointer(params)))
+}

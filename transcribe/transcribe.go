@@ -1,0 +1,327 @@
+// Package transcribe turns utterances into text with whisper.cpp: the model
+// is loaded once, each utterance gets one whisper call with an audio context
+// sized to it, and a hallucination guard drops text whisper invents on
+// silence and noise. It also finds model files (ResolveModel) and downloads
+// them from the catalog (Fetch).
+package transcribe
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agora/agorad/transcribe/ggml"
+	"github.com/ggerganov/whisper.cpp/bindings/go"
+)
+
+// DefaultInitialPrompt biases whisper toward writing the wake word the way
+// the wake rules expect it.
+const DefaultInitialPrompt = "AGORA."
+
+const (
+	sampleRate = 16000
+	// framesPerSecond is whisper's encoder resolution: 1500 positions per 30 s.
+	framesPerSecond = 50
+	// minAudioCtx keeps very short utterances from being squeezed into an
+	// encoder window far smaller than anything whisper was trained on.
+	minAudioCtx = 256
+	// audioCtxStep rounds the audio context up, so similar lengths share
+	// the same compute graph size.
+	audioCtxStep = 64
+	// minSamples: whisper_full ignores input shorter than 1 s; pad up to it.
+	minSamples = sampleRate + sampleRate/10
+)
+
+// Options configure a Transcriber.
+type Options struct {
+	ModelPath     string       // ggml whisper model file
+	Language      string       // "nl", "en" or "auto" ("" means "auto")
+	InitialPrompt string       // "" means DefaultInitialPrompt; "-" means none
+	Terms         []string     // domain terms appended to the prompt so whisper spells them as expected (config transcribe.contexts)
+	Threads       int          // whisper threads per call; 0 means all cores
+	Contexts      int          // whisper contexts (concurrent calls); 0 means 1, each holds its own copy of the model
+	SilenceRMS    float64      // below this RMS audio is not transcribed; 0 means DefaultSilenceRMS
+	FullAudioCtx  bool         // always encode 30 s (whisper's default) instead of sizing to the utterance
+	Logger        *slog.Logger // nil means slog.Default()
+}
+
+// Result is what one utterance became.
+type Result struct {
+	Text           string
+	Lang           string
+	Confidence     float64 // geometric mean of the text tokens' probabilities; 0 when there were none
+	AudioDuration  time.Duration
+	ProcessingTime time.Duration
+	Rejected       string // why the hallucination guard dropped the text, "" if kept
+}
+
+// Transcriber runs whisper.cpp. It is safe for concurrent use: calls queue
+// for one of Options.Contexts whisper contexts, as one context is not thread-safe.
+type Transcriber struct {
+	opts   Options
+	log    *slog.Logger
+	lang   string // "auto" or a whisper language code
+	header whisperHeader
+	multi  bool // multilingual model
+	pool   chan *wctx
+	all    []*wctx
+	done   chan struct{} // closed by Close
+	once   sync.Once
+}
+
+// ErrClosed is returned by Transcribe after Close.
+var ErrClosed = errors.New("transcribe: transcriber closed")
+
+// wctx is one whisper context with its parameters, used by one call at a time.
+type wctx struct {
+	ctx    *whisper.Context
+	params whisper.Params
+	abort  abortFlag
+}
+
+// New checks and loads the model (once per context) and prepares the
+// decoding parameters. Errors name the model file.
+func New(opts Options) (*Transcriber, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	if opts.Threads <= 0 {
+		opts.Threads = runtime.NumCPU()
+	}
+	if opts.Contexts <= 0 {
+		opts.Contexts = 1
+	}
+	if opts.SilenceRMS == 0 {
+		opts.SilenceRMS = DefaultSilenceRMS
+	}
+	switch opts.InitialPrompt {
+	case "":
+		opts.InitialPrompt = DefaultInitialPrompt
+	case "-":
+		opts.InitialPrompt = ""
+	}
+	if terms := strings.Join(nonEmpty(opts.Terms), ", "); terms != "" {
+		opts.InitialPrompt = strings.TrimSpace(opts.InitialPrompt + " " + terms + ".")
+	}
+	lang := strings.ToLower(strings.TrimSpace(opts.Language))
+	if lang == "" {
+		lang = "auto"
+	}
+	if opts.ModelPath == "" {
+		return nil, errors.New("transcribe: no whisper model path given")
+	}
+	h, err := checkModelFile(opts.ModelPath)
+	if err != nil {
+		return nil, err
+	}
+	routeNativeLogs(opts.Logger)
+	t := &Transcriber{opts: opts, log: opts.Logger, lang: lang, header: h, pool: make(chan *wctx, opts.Contexts), done: make(chan struct{})}
+	for i := 0; i < opts.Contexts; i++ {
+		w, err := t.newContext()
+		if err != nil {
+			t.Close()
+			return nil, err
+		}
+		t.all = append(t.all, w)
+		t.pool <- w
+	}
+	t.multi = t.all[0].ctx.Whisper_is_multilingual() != 0
+	t.log.Info("whisper model loaded", "model", opts.ModelPath, "language", lang,
+		"multilingual", t.multi, "contexts", opts.Contexts, "threads", opts.Threads)
+	return t, nil
+}
+
+func nonEmpty(list []string) []string {
+	var out []string
+	for _, s := range list {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// Prompt is the initial prompt whisper gets before every utterance.
+func (t *Transcriber) Prompt() string { return t.opts.InitialPrompt }
+
+// loadContext asks whisper.cpp to load path; whisper reports failure as NULL.
+func loadContext(path string) (*whisper.Context, error) {
+	// Without ggml's backends loaded whisper.cpp aborts the process.
+	if err := ggml.LoadBackends(); err != nil {
+		return nil, fmt.Errorf("load whisper model %s: %w", path, err)
+	}
+	ctx := whisper.Whisper_init(path)
+	if ctx == nil {
+		return nil, fmt.Errorf("load whisper model %s: whisper.cpp could not load it (corrupt or truncated? run with debug logging for its reason)", path)
+	}
+	return ctx, nil
+}
+
+func (t *Transcriber) newContext() (*wctx, error) {
+	ctx, err := loadContext(t.opts.ModelPath)
+	if err != nil {
+		return nil, err
+	}
+	p := ctx.Whisper_full_default_params(whisper.SAMPLING_GREEDY)
+	p.SetThreads(t.opts.Threads)
+	p.SetNoContext(true) // utterances are independent: no text carried between them
+	p.SetSingleSegment(false)
+	p.SetPrintProgress(false)
+	p.SetPrintRealtime(false)
+	p.SetPrintTimestamps(false)
+	p.SetPrintSpecial(false)
+	p.SetTranslate(false)
+	if t.lang == "auto" {
+		err = p.SetLanguage(-1)
+	} else {
+		id := ctx.Whisper_lang_id(t.lang)
+		if id < 0 {
+			err = fmt.Errorf("unknown language %q (want nl, en, auto or another whisper language code)", t.lang)
+		} else if ctx.Whisper_is_multilingual() == 0 && t.lang != "en" {
+			err = fmt.Errorf("language %q needs a multilingual model, %s is English-only", t.lang, t.opts.ModelPath)
+		} else {
+			err = p.SetLanguage(id)
+		}
+	}
+	if err != nil {
+		ctx.Whisper_free()
+		return nil, fmt.Errorf("transcribe: %w", err)
+	}
+	if t.opts.InitialPrompt != "" {
+		p.SetInitialPrompt(t.opts.InitialPrompt)
+	}
+	return &wctx{ctx: ctx, params: p, abort: newAbortFlag()}, nil
+}
+
+// Close waits for calls in flight, then frees the whisper contexts. Later
+// calls get ErrClosed. Closing twice is harmless.
+func (t *Transcriber) Close() error {
+	t.once.Do(func() {
+		close(t.done)
+		for range t.all {
+			w := <-t.pool
+			w.ctx.Whisper_free()
+			freePrompt(&w.params)
+			w.abort.free()
+		}
+	})
+	return nil
+}
+
+// audioCtx is the encoder context for n samples: 50 frames per second,
+// rounded up, at least minAudioCtx; 0 (whisper's full 30 s) when that is
+// not smaller than the model's own context.
+func audioCtx(n, modelCtx int) int {
+	frames := (n*framesPerSecond + sampleRate - 1) / sampleRate
+	frames = (frames + audioCtxStep - 1) / audioCtxStep * audioCtxStep
+	frames = max(frames, minAudioCtx)
+	if frames >= modelCtx {
+		return 0
+	}
+	return frames
+}
+
+// Transcribe runs whisper on one utterance (16 kHz mono). Near-silent audio
+// is not sent to whisper; likely hallucinations come back with empty Text
+// and Rejected set. A cancelled ctx aborts a running whisper call.
+func (t *Transcriber) Transcribe(ctx context.Context, samples []float32) (Result, error) {
+	res := Result{AudioDuration: time.Duration(len(samples)) * time.Second / sampleRate, Lang: t.lang}
+	if t.lang == "auto" {
+		res.Lang = ""
+		if !t.multi {
+			res.Lang = "en"
+		}
+	}
+	if err := ctx.Err(); err != nil {
+		return res, err
+	}
+	select {
+	case <-t.done:
+		return res, ErrClosed
+	default:
+	}
+	for i, v := range samples {
+		if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
+			return res, fmt.Errorf("transcribe: sample %d of %d is %v: refusing corrupt audio", i, len(samples), v)
+		}
+	}
+	if level := rms(samples); level < t.opts.SilenceRMS {
+		res.Rejected = fmt.Sprintf("near-silent input (RMS %.5f below %.5f): not transcribed", level, t.opts.SilenceRMS)
+		return res, nil
+	}
+	var w *wctx
+	select {
+	case w = <-t.pool:
+	case <-t.done:
+		return res, ErrClosed
+	case <-ctx.Done():
+		return res, ctx.Err()
+	}
+	defer func() { t.pool <- w }()
+	select {
+	case <-t.done: // Close is waiting for this slot
+		return res, ErrClosed
+	default:
+	}
+
+	start := time.Now()
+	in := samples
+	if len(in) < minSamples {
+		in = make([]float32, minSamples)
+		copy(in, samples)
+	}
+	params := w.params
+	if !t.opts.FullAudioCtx {
+		params.SetAudioCtx(audioCtx(len(in), int(t.header.NAudioCtx)))
+	}
+	w.abort.set(false)
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() { w.abort.set(true); close(fired) })
+	err := runFull(w.ctx, &params, in, w.abort)
+	if !stop() {
+		<-fired // a late abort must not hit this context's next call
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return res, fmt.Errorf("transcribe %s of audio: %w", res.AudioDuration, ctx.Err())
+		}
+		return res, fmt.Errorf("transcribe %s of audio: %w", res.AudioDuration, err)
+	}
+
+	var text strings.Builder
+	var logSum float64
+	var tokens int
+	eot := w.ctx.Whisper_token_eot()
+	for s := 0; s < w.ctx.Whisper_full_n_segments(); s++ {
+		text.WriteString(w.ctx.Whisper_full_get_segment_text(s))
+		for k := 0; k < w.ctx.Whisper_full_n_tokens(s); k++ {
+			if w.ctx.Whisper_full_get_token_id(s, k) >= eot { // special and timestamp tokens
+				continue
+			}
+			p := float64(w.ctx.Whisper_full_get_token_p(s, k))
+			logSum += math.Log(max(p, 1e-9))
+			tokens++
+		}
+	}
+	if tokens > 0 {
+		res.Confidence = math.Exp(logSum / float64(tokens))
+	}
+	if t.lang == "auto" && t.multi {
+		if id := w.ctx.Whisper_full_lang_id(); id >= 0 {
+			res.Lang = whisper.Whisper_lang_str(id)
+		}
+	}
+	res.Text = strings.TrimSpace(text.String())
+	res.ProcessingTime = time.Since(start)
+	if why := guard(res.Text, res.Confidence, res.AudioDuration); why != "" {
+		t.log.Debug("transcript rejected", "text", res.Text, "reason", why)
+		res.Text, res.Rejected = "", why
+	}
+	return res, nil
+}

@@ -1,0 +1,464 @@
+package transcribe
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agora/agorad/audio/testaudio"
+)
+
+const (
+	tinyModel   = "for-tests-ggml-tiny.bin"
+	tinyEnModel = "for-tests-ggml-tiny.en.bin"
+)
+
+// tone is a 440 Hz sine of the given length: loud enough to pass the
+// silence floor, so it really goes through whisper.
+func tone(d time.Duration) []float32 {
+	n := int(d.Seconds() * sampleRate)
+	out := make([]float32, n)
+	for i := range out {
+		out[i] = float32(0.3 * math.Sin(2*math.Pi*440*float64(i)/sampleRate))
+	}
+	return out
+}
+
+func newTranscriber(t testing.TB, opts Options) *Transcriber {
+	t.Helper()
+	if opts.ModelPath == "" {
+		opts.ModelPath = testaudio.Model(t, tinyEnModel)
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	tr, err := New(opts)
+	if err != nil {
+		t.Fatalf("New(%s): %v", opts.ModelPath, err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	return tr
+}
+
+func TestTranscribeRealWhisper(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads whisper.cpp with the test model")
+	}
+	tests := []struct {
+		name, model, lang, wantLang string
+		audio                       []float32
+		wantWhisper                 bool // false: the silence floor keeps it away from whisper
+	}{
+		{"english model, en", tinyEnModel, "en", "en", tone(2 * time.Second), true},
+		{"english model, auto is en", tinyEnModel, "auto", "en", tone(2 * time.Second), true},
+		{"multilingual, nl", tinyModel, "nl", "nl", tone(2 * time.Second), true},
+		{"multilingual, auto detects", tinyModel, "auto", "*", tone(2 * time.Second), true},
+		{"short input is padded", tinyEnModel, "en", "en", tone(300 * time.Millisecond), true},
+		{"silence is not transcribed", tinyEnModel, "en", "en", make([]float32, sampleRate), false},
+		{"empty input", tinyEnModel, "en", "en", nil, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tr := newTranscriber(t, Options{ModelPath: testaudio.Model(t, tc.model), Language: tc.lang, Threads: 2})
+			res, err := tr.Transcribe(context.Background(), tc.audio)
+			if err != nil {
+				t.Fatalf("Transcribe: %v", err)
+			}
+			wantDur := time.Duration(len(tc.audio)) * time.Second / sampleRate
+			if res.AudioDuration != wantDur {
+				t.Errorf("AudioDuration = %s, want %s", res.AudioDuration, wantDur)
+			}
+			if tc.wantLang == "*" {
+				if res.Lang == "" {
+					t.Errorf("Lang empty with auto detection on a multilingual model")
+				}
+			} else if res.Lang != tc.wantLang {
+				t.Errorf("Lang = %q, want %q", res.Lang, tc.wantLang)
+			}
+			if tc.wantWhisper {
+				if res.ProcessingTime <= 0 {
+					t.Errorf("ProcessingTime = %s, want > 0 for a whisper call", res.ProcessingTime)
+				}
+				// The test models have no weights: whisper runs and finds nothing.
+				if res.Text == "" && res.Confidence != 0 {
+					t.Errorf("Confidence = %v with no tokens, want 0", res.Confidence)
+				}
+			} else {
+				if res.ProcessingTime != 0 || res.Text != "" || !strings.Contains(res.Rejected, "near-silent") {
+					t.Errorf("silent input: got %+v, want not transcribed with a near-silent reason", res)
+				}
+			}
+			if res.Confidence < 0 || res.Confidence > 1 {
+				t.Errorf("Confidence = %v out of [0,1]", res.Confidence)
+			}
+		})
+	}
+}
+
+func TestTranscribeCorruptSamples(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads whisper.cpp")
+	}
+	tr := newTranscriber(t, Options{})
+	for _, bad := range []float32{float32(math.NaN()), float32(math.Inf(1))} {
+		in := tone(time.Second)
+		in[1234] = bad
+		if _, err := tr.Transcribe(context.Background(), in); err == nil || !strings.Contains(err.Error(), "sample 1234") {
+			t.Errorf("%v in the audio: err = %v, want it to name sample 1234", bad, err)
+		}
+	}
+}
+
+func TestTranscribeJFK(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs whisper.cpp on 11 s of audio")
+	}
+	samples := readWAV16(t, testaudio.Clip(t, "fw_jfk.wav"))
+	tr := newTranscriber(t, Options{Language: "en"})
+	res, err := tr.Transcribe(context.Background(), samples)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.AudioDuration < 10*time.Second || res.ProcessingTime <= 0 {
+		t.Errorf("got %+v, want 11 s of audio processed", res)
+	}
+	t.Logf("jfk 11 s on tiny.en test model: %s", res.ProcessingTime)
+}
+
+func TestTranscribeCancelled(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads whisper.cpp")
+	}
+	tr := newTranscriber(t, Options{})
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := tr.Transcribe(ctx, tone(2*time.Second)); !errors.Is(err, context.Canceled) {
+		t.Fatalf("cancelled before: err = %v, want context.Canceled", err)
+	}
+	// Cancelled while whisper runs: the abort callback stops it at whisper's
+	// next stage boundary, and the call reports the context's error.
+	tr2 := newTranscriber(t, Options{ModelPath: testaudio.Model(t, "for-tests-ggml-base.en.bin"), FullAudioCtx: true})
+	ctx, cancel = context.WithTimeout(context.Background(), 200*time.Millisecond)
+	defer cancel()
+	began := time.Now()
+	_, err := tr2.Transcribe(ctx, tone(25*time.Second))
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("cancelled during: err = %v, want context.DeadlineExceeded", err)
+	}
+	// whisper.cpp checks the abort callback between stages (after the
+	// encoder, between decoder steps), not inside the encoder's graph.
+	t.Logf("aborted after %s", time.Since(began))
+	// The context is usable afterwards.
+	if _, err := tr2.Transcribe(context.Background(), tone(time.Second)); err != nil {
+		t.Fatalf("after abort: %v", err)
+	}
+}
+
+// Close waits for a call in flight (it must not free a context whisper is
+// using) and later calls get ErrClosed.
+func TestCloseWaitsForCalls(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads whisper.cpp")
+	}
+	tr, err := New(Options{ModelPath: testaudio.Model(t, tinyEnModel), Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	started := make(chan struct{})
+	finished := make(chan error, 1)
+	go func() {
+		close(started)
+		_, err := tr.Transcribe(context.Background(), tone(3*time.Second))
+		finished <- err
+	}()
+	<-started
+	time.Sleep(100 * time.Millisecond) // let the call take its context
+	tr.Close()
+	select {
+	case err := <-finished:
+		if err != nil && !errors.Is(err, ErrClosed) {
+			t.Errorf("call in flight during Close: %v", err)
+		}
+	default:
+		t.Errorf("Close returned while a call was still running")
+	}
+	if _, err := tr.Transcribe(context.Background(), tone(time.Second)); !errors.Is(err, ErrClosed) {
+		t.Errorf("Transcribe after Close: %v, want ErrClosed", err)
+	}
+	tr.Close() // twice is harmless
+}
+
+// Several goroutines share one Transcriber; run with -race. Two contexts
+// run in parallel, the rest queue.
+func TestTranscribeConcurrent(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads whisper.cpp twice")
+	}
+	for _, contexts := range []int{1, 2} {
+		t.Run(fmt.Sprintf("contexts=%d", contexts), func(t *testing.T) {
+			tr := newTranscriber(t, Options{Contexts: contexts, Threads: 1})
+			var wg sync.WaitGroup
+			errs := make(chan error, 6)
+			for i := 0; i < 6; i++ {
+				wg.Add(1)
+				go func(i int) {
+					defer wg.Done()
+					d := time.Duration(1+i%3) * time.Second
+					res, err := tr.Transcribe(context.Background(), tone(d))
+					if err == nil && res.AudioDuration != d {
+						err = fmt.Errorf("call %d: AudioDuration %s, want %s", i, res.AudioDuration, d)
+					}
+					errs <- err
+				}(i)
+			}
+			wg.Wait()
+			close(errs)
+			for err := range errs {
+				if err != nil {
+					t.Error(err)
+				}
+			}
+		})
+	}
+}
+
+func TestNewBadModel(t *testing.T) {
+	good, err := os.ReadFile(testaudio.Model(t, tinyEnModel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	write := func(name string, data []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	flipped := append([]byte(nil), good...)
+	binary.LittleEndian.PutUint32(flipped, 0x6c6d6767)
+	unreadable := write("unreadable.bin", good)
+	os.Chmod(unreadable, 0)
+
+	tests := []struct {
+		name, path, want string
+	}{
+		{"missing", filepath.Join(dir, "nope.bin"), "no such file"},
+		{"directory", dir, "is a directory"},
+		{"empty", write("empty.bin", nil), "too short"},
+		{"text file", write("notes.bin", []byte("this is not a model at all")), "not a ggml model"},
+		{"flipped magic", write("flipped.bin", flipped), "not a ggml model"},
+		{"header only", write("head.bin", good[:40]), "truncated header"},
+		{"cut in mel filters", write("mel.bin", good[:30000]), "truncated in the mel filters"},
+		{"first 100 kB", write("trunc100k.bin", good[:100_000]), "truncated in the vocabulary"},
+		{"last byte missing", write("short1.bin", good[:len(good)-1]), "truncated in the vocabulary"},
+		{"garbage after vocabulary", write("tail.bin", append(append([]byte(nil), good...), 0xff, 0xff, 0xff, 0xff, 1, 2, 3, 4, 5, 6, 7, 8)), "corrupt tensor 0 header"},
+		{"silero VAD model", testaudio.Model(t, "for-tests-silero-v6.2.0-ggml.bin"), "not a whisper model"},
+		{"empty path", "", "no whisper model path"},
+	}
+	if os.Geteuid() != 0 {
+		tests = append(tests, struct{ name, path, want string }{"unreadable", unreadable, "permission denied"})
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tr, err := New(Options{ModelPath: tc.path})
+			if err == nil {
+				tr.Close()
+				t.Fatalf("New(%s) succeeded, want error", tc.path)
+			}
+			if !strings.Contains(err.Error(), tc.want) || !strings.Contains(err.Error(), tc.path) {
+				t.Errorf("error %q: want it to name %s and say %q", err, tc.path, tc.want)
+			}
+		})
+	}
+}
+
+// whisper.cpp itself, without the pre-check, must not take the process down
+// on damaged files. It refuses a flipped magic, but it loads a truncated
+// file as an "empty test model" (it does not notice the end of the file),
+// which is why checkModelFile walks the whole file.
+func TestWhisperLoaderOnDamagedFiles(t *testing.T) {
+	routeNativeLogs(nil)
+	good, err := os.ReadFile(testaudio.Model(t, tinyEnModel))
+	if err != nil {
+		t.Fatal(err)
+	}
+	flipped := append([]byte(nil), good...)
+	flipped[0] ^= 0xff
+	dir := t.TempDir()
+	tests := []struct {
+		name     string
+		data     []byte
+		mustFail bool
+	}{
+		{"flipped.bin", flipped, true},
+		{"trunc100k.bin", good[:100_000], false},
+		{"trunc1k.bin", good[:1000], false},
+	}
+	for _, tc := range tests {
+		p := filepath.Join(dir, tc.name)
+		if err := os.WriteFile(p, tc.data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		ctx, err := loadContext(p)
+		switch {
+		case err != nil && !strings.Contains(err.Error(), p):
+			t.Errorf("error %q does not name %s", err, p)
+		case err == nil && tc.mustFail:
+			t.Errorf("whisper loaded %s", tc.name)
+		case err == nil:
+			t.Logf("whisper.cpp loads %s without complaint: the pre-check is what rejects it", tc.name)
+		}
+		if ctx != nil {
+			ctx.Whisper_free()
+		}
+		if _, err := checkModelFile(p); err == nil {
+			t.Errorf("checkModelFile accepted %s", tc.name)
+		}
+	}
+}
+
+func TestNewBadLanguage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads whisper.cpp")
+	}
+	for _, tc := range []struct{ model, lang, want string }{
+		{tinyEnModel, "nl", "English-only"},
+		{tinyModel, "klingon", "unknown language"},
+	} {
+		_, err := New(Options{ModelPath: testaudio.Model(t, tc.model), Language: tc.lang})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("New(%s, %s) error = %v, want %q", tc.model, tc.lang, err, tc.want)
+		}
+	}
+}
+
+func TestAudioCtx(t *testing.T) {
+	tests := []struct {
+		samples, want int
+	}{
+		{0, minAudioCtx},
+		{sampleRate, minAudioCtx}, // 1 s = 50 frames -> minimum
+		{5 * sampleRate, 256},     // 250 -> 256
+		{6 * sampleRate, 320},     // 300 -> 320
+		{10*sampleRate + 1, 512},  // 500.003 -> 501 -> 512
+		{29 * sampleRate, 1472},   // 1450 -> 1472
+		{30 * sampleRate, 0},      // 1500: the model's own context
+		{45 * sampleRate, 0},      // longer: whisper windows it itself
+	}
+	for _, tc := range tests {
+		if got := audioCtx(tc.samples, 1500); got != tc.want {
+			t.Errorf("audioCtx(%d samples) = %d, want %d", tc.samples, got, tc.want)
+		}
+	}
+}
+
+// The accuracy test needs a real whisper model, which this machine does not have.
+func TestAccuracyRealModel(t *testing.T) {
+	model := os.Getenv("AGORAD_TEST_WHISPER_MODEL")
+	if model == "" {
+		t.Skip("accuracy needs real whisper weights: set AGORAD_TEST_WHISPER_MODEL to a multilingual ggml model file (the shared for-tests models have no weights and transcribe nothing)")
+	}
+	tr := newTranscriber(t, Options{ModelPath: model, Language: "en"})
+	res, err := tr.Transcribe(context.Background(), readWAV16(t, testaudio.Clip(t, "fw_jfk.wav")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(strings.ToLower(res.Text), "ask not what your country") {
+		t.Errorf("jfk: text %q, want it to contain %q", res.Text, "ask not what your country")
+	}
+	if res.Confidence <= 0.3 {
+		t.Errorf("jfk: confidence %v, want a confident transcript", res.Confidence)
+	}
+	nl := newTranscriber(t, Options{ModelPath: model, Language: "nl"})
+	res, err = nl.Transcribe(context.Background(), testaudio.Speak(t, "nl", "De brug heeft een scheur in de pijler."))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range []string{"brug", "scheur"} {
+		if !strings.Contains(strings.ToLower(res.Text), w) {
+			t.Errorf("nl: text %q, want it to contain %q", res.Text, w)
+		}
+	}
+}
+
+// BenchmarkAudioCtx shows what sizing the encoder to the utterance saves:
+// 2 s of speech sized to 2 s versus whisper's fixed 30 s window.
+func BenchmarkAudioCtx(b *testing.B) {
+	for _, bc := range []struct {
+		name string
+		dur  time.Duration
+		full bool
+	}{
+		{"2s/sized", 2 * time.Second, false},
+		{"2s/full30s", 2 * time.Second, true},
+		{"10s/sized", 10 * time.Second, false},
+		{"30s/full30s", 30 * time.Second, true},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			tr := newTranscriber(b, Options{Language: "en", FullAudioCtx: bc.full, Threads: 2})
+			audio := tone(bc.dur)
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if _, err := tr.Transcribe(context.Background(), audio); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// readWAV16 reads a 16 kHz mono 16-bit PCM WAV (the shared clips) without
+// depending on the audio package's decoder.
+func readWAV16(t testing.TB, path string) []float32 {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	i := 12
+	for i+8 <= len(data) {
+		id, size := string(data[i:i+4]), int(binary.LittleEndian.Uint32(data[i+4:]))
+		if id == "data" {
+			pcm := data[i+8 : min(len(data), i+8+size)]
+			out := make([]float32, len(pcm)/2)
+			for k := range out {
+				out[k] = float32(int16(binary.LittleEndian.Uint16(pcm[2*k:]))) / 32768
+			}
+			return out
+		}
+		i += 8 + size + size%2
+	}
+	t.Fatalf("%s: no data chunk", path)
+	return nil
+}
+
+func TestPromptWithTerms(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loads whisper.cpp")
+	}
+	for _, tc := range []struct {
+		prompt string
+		terms  []string
+		want   string
+	}{
+		{"", nil, DefaultInitialPrompt},
+		{"", []string{"NEN 2767", " ", "flens"}, "AGORA. NEN 2767, flens."},
+		{"-", []string{"pijler"}, "pijler."},
+		{"Inspectie.", nil, "Inspectie."},
+	} {
+		tr := newTranscriber(t, Options{InitialPrompt: tc.prompt, Terms: tc.terms})
+		if got := tr.Prompt(); got != tc.want {
+			t.Errorf("prompt %q + terms %q = %q, want %q", tc.prompt, tc.terms, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,182 @@
+package wake
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agora/agorad/audio/testaudio"
+)
+
+func TestMatch(t *testing.T) {
+	r, err := New(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		text      string
+		action    Action
+		before    string
+		remainder string
+	}{
+		// English feedback.
+		{"AGORA, what do you think?", Feedback, "", "what do you think?"},
+		{"Agora what do you think about this crack?", Feedback, "", "what do you think about this crack?"},
+		{"agora... Is the weld OK?", Feedback, "", "Is the weld OK?"},
+		{"The flange is rusty. AGORA, is that a problem?", Feedback, "The flange is rusty.", "is that a problem?"},
+		{"So, agora: summarise pillar 3", Feedback, "So", "summarise pillar 3"},
+		{"AGORA", Feedback, "", ""},
+		{"Agora.", Feedback, "", ""},
+		{"Hey Agora - \"quote this\" please", Feedback, "Hey", "\"quote this\" please"},
+		// Dutch feedback.
+		{"AGORA, wat vind je van deze scheur?", Feedback, "", "wat vind je van deze scheur?"},
+		{"Agora, klopt het dat de bout los zit?", Feedback, "", "klopt het dat de bout los zit?"},
+		{"De pijler is beschadigd. Agora, moet dit gerepareerd worden?", Feedback, "De pijler is beschadigd.", "moet dit gerepareerd worden?"},
+		{"agora (even checken) de meting", Feedback, "", "(even checken) de meting"},
+		// Spellings whisper produces.
+		{"Agorà, wat denk je?", Feedback, "", "wat denk je?"},
+		{"Ágora, what now?", Feedback, "", "what now?"},
+		{"A\u0301gora, what now?", Feedback, "", "what now?"}, // decomposed accent
+		{"A gora, what now?", Feedback, "", "what now?"},
+		{"Aggora wat nu?", Feedback, "", "wat nu?"},
+		{"AGORRA, wat nu?", Feedback, "", "wat nu?"},
+		{"Agorah what now", Feedback, "", "what now"},
+		{"AGORA-wat nu?", Feedback, "", "wat nu?"},
+		// Listen.
+		{"AGORA luister", Listen, "", ""},
+		{"Agora, luister.", Listen, "", ""},
+		{"agora luister maar", Listen, "", ""},
+		{"Agora, luister maar. De volgende pijler.", Listen, "", "De volgende pijler."},
+		{"Agora luisteren", Listen, "", ""},
+		{"AGORA listen", Listen, "", ""},
+		{"Okay. Agora, listen!", Listen, "Okay.", ""},
+		{"Agora listen up, next item", Listen, "", "next item"},
+		{"Ágora, LUISTER", Listen, "", ""},
+		// Listen word not right after the wake word: a question.
+		{"Agora, can you listen to this?", Feedback, "", "can you listen to this?"},
+		{"Agora, wil je luisteren naar dit geluid?", Feedback, "", "wil je luisteren naar dit geluid?"},
+		{"Luister, agora, wat is dit?", Feedback, "Luister", "wat is dit?"},
+		// Whole words only.
+		{"He has agoraphobia.", None, "", ""},
+		{"Zij heeft agorafobie.", None, "", ""},
+		{"de agorae van Athene", None, "", ""},
+		{"de agora's van Athene", None, "", ""},
+		{"angora wool", None, "", ""},
+		{"ahora mismo", None, "", ""},
+		{"the aurora was bright", None, "", ""},
+		{"a gorilla on the bridge", None, "", ""},
+		{"gora", None, "", ""},
+		{"two days ago, ramps were checked", None, "", ""},
+		{"", None, "", ""},
+		{"Luister goed naar de trilling.", None, "", ""},
+		{"Listen to the bearing.", None, "", ""},
+		// First wake phrase decides; the rest stays in the remainder.
+		{"Agora, wat is dit? Agora luister", Feedback, "", "wat is dit? Agora luister"},
+	}
+	for _, tc := range tests {
+		m := r.Match(tc.text)
+		if m.Action != tc.action || m.Before != tc.before || m.Remainder != tc.remainder {
+			t.Errorf("Match(%q) = {%q, before %q, remainder %q}, want {%q, before %q, remainder %q}",
+				tc.text, m.Action, m.Before, m.Remainder, tc.action, tc.before, tc.remainder)
+		}
+		if (m.Action == None) != (m.Phrase == "") {
+			t.Errorf("Match(%q): Phrase %q with action %q", tc.text, m.Phrase, m.Action)
+		}
+		if m.Phrase != "" && !strings.Contains(tc.text, m.Phrase) {
+			t.Errorf("Match(%q): Phrase %q is not from the text", tc.text, m.Phrase)
+		}
+	}
+}
+
+func TestCustomConfig(t *testing.T) {
+	r, err := New(Config{Words: []string{"agora", "hey inspector"}, ListenWords: []string{"ga maar luisteren", "stil"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		text      string
+		action    Action
+		remainder string
+	}{
+		{"Hey inspector, hoe diep is dit?", Feedback, "hoe diep is dit?"},
+		{"hey, inspector", Feedback, ""}, // punctuation between words of a phrase is ignored
+		{"Agora, ga maar luisteren.", Listen, ""},
+		{"Agora stil", Listen, ""},
+		{"Agora luister", Feedback, "luister"}, // not configured here
+		{"Hey inspecteur", None, ""},
+	}
+	for _, tc := range tests {
+		m := r.Match(tc.text)
+		if m.Action != tc.action || m.Remainder != tc.remainder {
+			t.Errorf("Match(%q) = %q/%q, want %q/%q", tc.text, m.Action, m.Remainder, tc.action, tc.remainder)
+		}
+	}
+}
+
+func TestValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		want string // part of the error; "" means valid
+	}{
+		{"default", DefaultConfig(), ""},
+		{"no listen words", Config{Words: []string{"agora"}}, ""},
+		{"no words", Config{ListenWords: []string{"luister"}}, "wake.words: empty"},
+		{"empty word", Config{Words: []string{"agora", ""}}, "wake.words[1]"},
+		{"punctuation only", Config{Words: []string{"agora"}, ListenWords: []string{"luister", "..."}}, "wake.listen_words[1]"},
+		{"duplicate by accent", Config{Words: []string{"agora", "Agorà"}}, "wake.words[1]: \"Agorà\" is the same as wake.words[0]"},
+		{"listen word equals wake word", Config{Words: []string{"agora"}, ListenWords: []string{"AGORA"}}, "wake.listen_words[0]"},
+	}
+	for _, tc := range tests {
+		err := tc.cfg.Validate()
+		if tc.want == "" {
+			if err != nil {
+				t.Errorf("%s: %v", tc.name, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want %q", tc.name, err, tc.want)
+		}
+		if _, err := New(tc.cfg); err == nil {
+			t.Errorf("%s: New accepted an invalid config", tc.name)
+		}
+	}
+}
+
+func BenchmarkMatch(b *testing.B) {
+	r, _ := New(DefaultConfig())
+	text := "De pijler aan de noordkant is beschadigd over een lengte van twee meter. Agora, moet dit vandaag nog gerepareerd worden?"
+	for i := 0; i < b.N; i++ {
+		r.Match(text)
+	}
+}
+
+// The shared clips' reference transcripts (English, French, German, Dutch,
+// ...) contain no wake phrase: the rules must stay silent on all of them.
+func TestNoWakeInReferenceTranscripts(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(testaudio.SharedDir(t), "audio", "MANIFEST.tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := New(DefaultConfig())
+	checked := 0
+	for i, line := range strings.Split(string(data), "\n")[1:] {
+		cols := strings.Split(line, "\t")
+		if len(cols) < 4 || cols[3] == "" {
+			continue
+		}
+		checked++
+		if m := r.Match(cols[3]); m.Action != None {
+			t.Errorf("MANIFEST line %d (%s): %q matched %s on %q", i+2, cols[0], cols[3], m.Action, m.Phrase)
+		}
+		// The same text with the wake word in front must be found, remainder intact.
+		if m := r.Match("Agora, " + cols[3]); m.Action == None || m.Remainder == "" {
+			t.Errorf("MANIFEST line %d: wake word before %q not found (%+v)", i+2, cols[3], m)
+		}
+	}
+	if checked < 50 {
+		t.Fatalf("only %d transcripts in the manifest, want the full set", checked)
+	}
+}
