@@ -50,3 +50,11 @@ type Entry struct {
 	Offline   bool      `json:"offline"`
 	Body      []byte    `json:"body"`
 }
+
+// JournaledAudio is one utterance's audio written to the journal before
+// transcription. PendingAudio returns those that have no stored text yet.
+type JournaledAudio struct {
+	ID        string    // UUIDv7; pass it as Record.AudioID when storing the text
+	StartedAt time.Time // wall clock when the speech started
+	Samples   []float32 // 16 kHz mono, quantised to 16 bits in the journal
+}

@@ -1,0 +1,604 @@
+package buffer
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+	"golang.org/x/sync/errgroup"
+)
+
+// SchemaVersion is the key layout this package writes. Open refuses a state
+// directory written by a newer version rather than misreading it.
+const SchemaVersion = 1
+
+// Sync policies (Options.Sync).
+const (
+	SyncAlways   = "always"   // fsync before every write is acknowledged (default)
+	SyncInterval = "interval" // fsync every SyncInterval; a power cut loses up to one interval
+	SyncNone     = "none"     // leave it to the OS; a power cut loses whatever was in the page cache
+)
+
+// Audio retention policies (Options.AudioRetention).
+const (
+	RetainDrop = "drop" // journaled audio is removed when its text is stored (default)
+	RetainKeep = "keep" // journaled audio is kept (and evicted first when a cap is reached)
+)
+
+// Modes accepted by SetMode.
+const (
+	ModeListen   = "listen"
+	ModeFeedback = "feedback"
+)
+
+var (
+	// ErrFull is returned (wrapped with what was refused) when a storage cap
+	// is reached. Nothing already stored is touched.
+	ErrFull = errors.New("storage cap reached")
+	// ErrDiskFull is returned (wrapped, naming the state directory) when the
+	// file system has too little free space left for a safe write.
+	ErrDiskFull = errors.New("disk full")
+	// ErrClosed is returned by operations on a closed Store.
+	ErrClosed = errors.New("store closed")
+)
+
+// Options tune the store. The zero value is usable: sizes for a small device,
+// Sync "always", audio retention "drop", no caps.
+type Options struct {
+	MaxBytes int64 // cap on stored bytes (keys+values of listen, outbox, journal, retained audio); 0 = none
+	MaxItems int   // cap on stored items (listen records + outbox entries + pending audio clips); 0 = none
+
+	Sync         string        // SyncAlways (default), SyncInterval or SyncNone
+	SyncInterval time.Duration // period of the background fsync for SyncInterval; default 200ms
+
+	AudioRetention string // RetainDrop (default) or RetainKeep
+
+	// ReserveBytes is free disk space left to Badger for memtable flushes,
+	// compactions and new files. Badger writes through mmap'd sparse files, so
+	// running the file system out of space inside Badger would be a SIGBUS,
+	// not an error (measured: SIGBUS in compaction's table writer on a full
+	// tmpfs); writes are refused with ErrDiskFull before that. Default:
+	// 4*MemTableSize + 8 MiB (memtable flushes plus an L0->L1 compaction).
+	ReserveBytes int64
+
+	MemTableSize     int64         // default 4 MiB
+	ValueLogFileSize int64         // default 16 MiB (also the largest single value, e.g. a batch)
+	BlockCacheSize   int64         // default 8 MiB
+	IndexCacheSize   int64         // default 4 MiB
+	GCInterval       time.Duration // value-log GC period; default 10m; negative disables
+
+	Logger *slog.Logger // nil means slog.Default()
+}
+
+func (o Options) withDefaults() (Options, error) {
+	if o.Sync == "" {
+		o.Sync = SyncAlways
+	}
+	switch o.Sync {
+	case SyncAlways, SyncInterval, SyncNone:
+	default:
+		return o, fmt.Errorf("option sync: %q is not one of always, interval, none", o.Sync)
+	}
+	if o.SyncInterval <= 0 {
+		o.SyncInterval = 200 * time.Millisecond
+	}
+	if o.AudioRetention == "" {
+		o.AudioRetention = RetainDrop
+	}
+	switch o.AudioRetention {
+	case RetainDrop, RetainKeep:
+	default:
+		return o, fmt.Errorf("option audio retention: %q is not one of drop, keep", o.AudioRetention)
+	}
+	if o.MaxBytes < 0 || o.MaxItems < 0 {
+		return o, fmt.Errorf("option caps: max bytes %d and max items %d must not be negative", o.MaxBytes, o.MaxItems)
+	}
+	if o.MemTableSize <= 0 {
+		o.MemTableSize = 4 << 20
+	}
+	if o.ValueLogFileSize <= 0 {
+		o.ValueLogFileSize = 16 << 20
+	}
+	if o.BlockCacheSize <= 0 {
+		o.BlockCacheSize = 8 << 20
+	}
+	if o.IndexCacheSize <= 0 {
+		o.IndexCacheSize = 4 << 20
+	}
+	if o.ReserveBytes <= 0 {
+		o.ReserveBytes = 4*o.MemTableSize + 8<<20
+	}
+	if o.GCInterval == 0 {
+		o.GCInterval = 10 * time.Minute
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	return o, nil
+}
+
+// Store is the durable store. All methods are safe for concurrent use;
+// writes are serialised (the sequence counter is assigned inside each write
+// transaction).
+type Store struct {
+	dir  string
+	opts Options
+	log  *slog.Logger
+
+	// mu serialises writers: seq, floor, accounting and refusal counters.
+	mu sync.Mutex
+	// dbMu guards the db pointer, swapped only when reopening after a
+	// failed write; readers hold it shared.
+	dbMu sync.RWMutex
+	db   *badger.DB
+
+	seq         uint64 // last assigned sequence
+	listenFloor uint64 // listen records with seq <= floor were moved into a batch
+	acct        accounting
+	// recovering is set when Badger itself failed a write for lack of
+	// space: its in-memory state is then unusable (the mutable memtable is
+	// gone) and its Close blocks until its memtable flush succeeds, i.e.
+	// until space returns. The old DB is closed in the background; the
+	// channel is closed when that finished and the store can reopen.
+	recovering chan struct{}
+	closed     bool
+	refused    map[string]int64
+	lastErr    string
+	lastErrAt  time.Time
+
+	notify chan struct{}
+	cancel context.CancelFunc
+	group  *errgroup.Group
+
+	// testHookAfterFlushMarker runs after FlushListen committed the batch
+	// and the floor marker, before the moved listen keys are deleted. A
+	// non-nil error aborts there, as a crash would.
+	testHookAfterFlushMarker func() error
+	// minInodes is the free-inode guard (tests lower it to reach Badger's
+	// own ENOSPC handling).
+	minInodes uint64
+}
+
+// Key layout (see docs/storage.md).
+var (
+	keySchema      = []byte("m/schema")
+	keyMode        = []byte("s/mode")
+	keySeq         = []byte("s/seq")
+	keyListenFloor = []byte("s/lfloor")
+	prefixListen   = []byte("l/")
+	prefixOutbox   = []byte("o/")
+	prefixControl  = []byte("o/0/")
+	prefixData     = []byte("o/1/")
+	prefixIndex    = []byte("i/")
+	prefixJournal  = []byte("j/")
+	prefixRetained = []byte("a/")
+)
+
+func be8(v uint64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], v)
+	return b[:]
+}
+
+func listenKey(seq uint64) []byte { return append([]byte("l/"), be8(seq)...) }
+
+func outboxKey(lane Lane, seq uint64) []byte {
+	return append([]byte{'o', '/', '0' + byte(lane), '/'}, be8(seq)...)
+}
+
+func indexKey(id string) []byte    { return append([]byte("i/"), id...) }
+func journalKey(id string) []byte  { return append([]byte("j/"), id...) }
+func retainedKey(id string) []byte { return append([]byte("a/"), id...) }
+
+// seqOfKey reads the big-endian sequence at the end of a listen or outbox key.
+func seqOfKey(k []byte) uint64 {
+	if len(k) < 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(k[len(k)-8:])
+}
+
+// Open opens (or creates) the store in dir.
+func Open(dir string, opts Options) (*Store, error) {
+	o, err := opts.withDefaults()
+	if err != nil {
+		return nil, fmt.Errorf("open store in %s: %w", dir, err)
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("open store: create state dir %s: %w", dir, err)
+	}
+	s := &Store{
+		dir:       dir,
+		opts:      o,
+		log:       o.Logger.With("component", "buffer", "dir", dir),
+		refused:   map[string]int64{},
+		notify:    make(chan struct{}, 1),
+		minInodes: minFreeInodes,
+	}
+	if err := s.openDB(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	g, ctx := errgroup.WithContext(ctx)
+	s.cancel, s.group = cancel, g
+	if o.Sync == SyncInterval {
+		g.Go(func() error { s.syncLoop(ctx); return nil })
+	}
+	if o.GCInterval > 0 {
+		g.Go(func() error { s.gcLoop(ctx); return nil })
+	}
+	return s, nil
+}
+
+func (s *Store) badgerOptions() badger.Options {
+	o := s.opts
+	return badger.DefaultOptions(s.dir).
+		WithLogger(slogBadger{s.log}).
+		WithSyncWrites(o.Sync == SyncAlways).
+		WithMemTableSize(o.MemTableSize).
+		WithNumMemtables(2).
+		WithNumLevelZeroTables(2).
+		WithNumLevelZeroTablesStall(8).
+		WithBaseTableSize(1 << 20).
+		WithBaseLevelSize(4 << 20).
+		WithValueLogFileSize(o.ValueLogFileSize).
+		// Records (a few hundred bytes) stay in the LSM; audio and batches go
+		// to the value log. Must stay below 15% of the memtable.
+		WithValueThreshold(min(1<<10, o.MemTableSize*15/100-1)).
+		WithBlockCacheSize(o.BlockCacheSize).
+		WithIndexCacheSize(o.IndexCacheSize).
+		WithNumCompactors(2).
+		WithNumGoroutines(2).
+		WithNumVersionsToKeep(1).
+		WithDetectConflicts(false). // writers are serialised by Store.mu
+		WithVerifyValueChecksum(true).
+		WithMetricsEnabled(false)
+}
+
+// openDB opens Badger, checks or writes the schema version, loads the state
+// and finishes a listen-buffer move a crash interrupted.
+func (s *Store) openDB() error {
+	// Opening may replay and flush the WAL; like a delete it may use half
+	// the reserve (the point of opening may be to deliver and free space).
+	if err := s.checkSpace(-1); err != nil {
+		return fmt.Errorf("open store: %w", err)
+	}
+	db, err := badger.Open(s.badgerOptions())
+	if err != nil {
+		return fmt.Errorf("open store in %s: %w", s.dir, s.classify(err))
+	}
+	if err := s.loadState(db); err != nil {
+		_ = db.Close()
+		return err
+	}
+	s.dbMu.Lock()
+	s.db = db
+	s.dbMu.Unlock()
+	if err := s.deleteListenUpTo(s.listenFloor); err != nil {
+		// The floor hides these keys; deleting them is retried next time.
+		s.log.Warn("finish listen-buffer move", "err", err)
+	}
+	return nil
+}
+
+func (s *Store) loadState(db *badger.DB) error {
+	err := db.Update(func(txn *badger.Txn) error {
+		v, err := getUint64(txn, keySchema)
+		switch {
+		case errors.Is(err, badger.ErrKeyNotFound):
+			if err := txn.Set(keySchema, be8(SchemaVersion)); err != nil {
+				return fmt.Errorf("write schema version: %w", err)
+			}
+		case err != nil:
+			return fmt.Errorf("read schema version: %w", err)
+		case v > SchemaVersion:
+			return fmt.Errorf("state written by schema version %d, this agorad understands up to %d: upgrade agorad or use another state dir", v, SchemaVersion)
+		case v < 1:
+			return fmt.Errorf("invalid schema version %d", v)
+		}
+		seq, err := getUint64(txn, keySeq)
+		if err != nil && !errors.Is(err, badger.ErrKeyNotFound) {
+			return fmt.Errorf("read sequence counter: %w", err)
+		}
+		// On a reopen the in-memory counter may be ahead (sequences of
+		// failed writes are skipped): never go back.
+		s.seq = max(s.seq, seq)
+		if s.listenFloor, err = getUint64(txn, keyListenFloor); err != nil && !errors.Is(err, badger.ErrKeyNotFound) {
+			return fmt.Errorf("read listen floor: %w", err)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("open store in %s: %w", s.dir, err)
+	}
+	acct, err := scanAccounting(db, s.listenFloor)
+	if err != nil {
+		return fmt.Errorf("open store in %s: %w", s.dir, err)
+	}
+	s.acct = acct
+	return nil
+}
+
+func getUint64(txn *badger.Txn, key []byte) (uint64, error) {
+	item, err := txn.Get(key)
+	if err != nil {
+		return 0, err
+	}
+	var v uint64
+	err = item.Value(func(b []byte) error {
+		if len(b) != 8 {
+			return fmt.Errorf("key %s: %d bytes, want 8", key, len(b))
+		}
+		v = binary.BigEndian.Uint64(b)
+		return nil
+	})
+	return v, err
+}
+
+// Close stops the background work and closes Badger (which flushes and
+// syncs). Close is idempotent.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.cancel()
+	_ = s.group.Wait()
+	s.dbMu.Lock()
+	defer s.dbMu.Unlock()
+	if s.db == nil { // retired after a disk-full failure, closed above
+		return nil
+	}
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("close store in %s: %w", s.dir, err)
+	}
+	return nil
+}
+
+// Dir is the state directory.
+func (s *Store) Dir() string { return s.dir }
+
+// Notify is signalled (coalesced, never blocking the writer) after every
+// outbox enqueue.
+func (s *Store) Notify() <-chan struct{} { return s.notify }
+
+func (s *Store) signal() {
+	select {
+	case s.notify <- struct{}{}:
+	default:
+	}
+}
+
+// Mode is the persisted mode, "" when never set (the caller applies its
+// configured default).
+func (s *Store) Mode() (string, error) {
+	var mode string
+	err := s.view(func(txn *badger.Txn) error {
+		item, err := txn.Get(keyMode)
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		v, err := item.ValueCopy(nil)
+		mode = string(v)
+		return err
+	})
+	if err != nil {
+		return "", fmt.Errorf("read mode: %w", err)
+	}
+	return mode, nil
+}
+
+// SetMode persists the mode ("listen" or "feedback").
+func (s *Store) SetMode(mode string) error {
+	if mode != ModeListen && mode != ModeFeedback {
+		return fmt.Errorf("set mode: %q is not one of listen, feedback", mode)
+	}
+	return s.write("set mode", 0, func(txn *badger.Txn, _ uint64) (func(), error) {
+		return nil, txn.Set(keyMode, []byte(mode))
+	})
+}
+
+// view runs a read transaction on the current db.
+func (s *Store) view(fn func(txn *badger.Txn) error) error {
+	s.dbMu.RLock()
+	db := s.db
+	if db == nil {
+		s.dbMu.RUnlock()
+		if err := s.recover(); err != nil {
+			return err
+		}
+		s.dbMu.RLock()
+		if db = s.db; db == nil {
+			s.dbMu.RUnlock()
+			return ErrClosed
+		}
+	}
+	defer s.dbMu.RUnlock()
+	return db.View(fn)
+}
+
+// write runs one serialised write transaction. needSpace is the number of
+// bytes it adds for the disk guard (negative: a delete). fn gets the next
+// sequence number; if it uses it, fn writes keySeq in the same transaction
+// and its returned callback (run after a successful commit, under s.mu)
+// advances s.seq and the accounting.
+func (s *Store) write(what string, needSpace int64, fn func(txn *badger.Txn, next uint64) (func(), error)) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.writeLocked(what, needSpace, fn)
+}
+
+func (s *Store) writeLocked(what string, needSpace int64, fn func(txn *badger.Txn, next uint64) (func(), error)) error {
+	if s.closed {
+		return fmt.Errorf("%s: %w", what, ErrClosed)
+	}
+	if err := s.checkSpace(needSpace); err != nil {
+		s.noteErr(what, err)
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if err := s.recoverLocked(); err != nil {
+		s.noteErr(what, err)
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	s.dbMu.RLock()
+	db := s.db
+	txn := db.NewTransaction(true)
+	after, err := fn(txn, s.seq+1)
+	if err == nil {
+		err = txn.Commit()
+	}
+	txn.Discard()
+	s.dbMu.RUnlock()
+	if err != nil {
+		err = s.classify(err)
+		if errors.Is(err, ErrDiskFull) {
+			s.retireDB()
+		}
+		// A failed commit may still have reached the log: never hand out
+		// its sequence again.
+		s.seq++
+		s.noteErr(what, err)
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if after != nil {
+		after()
+	}
+	return nil
+}
+
+// retireDB takes Badger out of service after it failed a write for lack
+// of space and closes it in the background (see recovering). Called with
+// s.mu held.
+func (s *Store) retireDB() {
+	s.log.Error("Badger failed a write for lack of space: closing it until space returns", "dir", s.dir)
+	s.dbMu.Lock()
+	old := s.db
+	s.db = nil
+	s.dbMu.Unlock()
+	done := make(chan struct{})
+	s.recovering = done
+	s.group.Go(func() error {
+		defer close(done)
+		if err := old.Close(); err != nil {
+			s.log.Warn("close store after a failed write", "err", err)
+		}
+		return nil
+	})
+}
+
+// recoverLocked reopens Badger once a retired DB finished closing. Called
+// with s.mu held.
+func (s *Store) recoverLocked() error {
+	if s.recovering == nil {
+		return nil
+	}
+	select {
+	case <-s.recovering:
+	default:
+		return fmt.Errorf("state dir %s: waiting for space to finish the interrupted memtable flush: %w", s.dir, ErrDiskFull)
+	}
+	if err := s.openDB(); err != nil {
+		return err
+	}
+	s.recovering = nil
+	s.log.Info("store reopened after disk full")
+	return nil
+}
+
+// recover is recoverLocked for readers.
+func (s *Store) recover() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	return s.recoverLocked()
+}
+
+func (s *Store) noteErr(what string, err error) {
+	s.lastErr = fmt.Sprintf("%s: %v", what, err)
+	s.lastErrAt = time.Now()
+	if errors.Is(err, ErrFull) {
+		s.log.Warn("refused", "what", what, "err", err)
+		return
+	}
+	s.log.Error("store write failed", "what", what, "err", err)
+}
+
+func (s *Store) syncLoop(ctx context.Context) {
+	t := time.NewTicker(s.opts.SyncInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.dbMu.RLock()
+			if s.db != nil {
+				if err := s.db.Sync(); err != nil {
+					s.log.Error("periodic sync", "err", err)
+				}
+			}
+			s.dbMu.RUnlock()
+		}
+	}
+}
+
+func (s *Store) gcLoop(ctx context.Context) {
+	t := time.NewTicker(s.opts.GCInterval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			s.RunGC()
+		}
+	}
+}
+
+// RunGC reclaims value-log space held by deleted audio and batches.
+func (s *Store) RunGC() {
+	s.dbMu.RLock()
+	defer s.dbMu.RUnlock()
+	if s.db == nil {
+		return
+	}
+	for s.checkSpace(0) == nil && s.db.RunValueLogGC(0.5) == nil {
+	}
+}
+
+// diskUsage is the space Badger's files take on disk (allocated blocks:
+// value-log files are preallocated sparse).
+func diskUsage(dir string) (lsm, vlog int64) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return 0, 0
+	}
+	for _, e := range entries {
+		info, err := e.Info()
+		if err != nil {
+			continue
+		}
+		n := allocated(info)
+		switch filepath.Ext(e.Name()) {
+		case ".vlog":
+			vlog += n
+		default:
+			lsm += n
+		}
+	}
+	return lsm, vlog
+}

@@ -1,0 +1,278 @@
+package uplink
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+
+	"github.com/agora/agorad/buffer"
+	"github.com/agora/agorad/sync/protocol"
+)
+
+func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
+
+func randInt63n(n int64) int64 { return rand.Int64N(n) }
+
+// session publishes status and drains the outbox until the connection is
+// lost or ctx ends.
+func (c *Client) session(ctx context.Context, cli paho.Client, lost <-chan error) error {
+	if err := c.publishStatus(ctx, cli, lost); err != nil {
+		return err
+	}
+	ackTimer := time.NewTimer(time.Hour)
+	defer ackTimer.Stop()
+	for {
+		n, err := c.drain(ctx, cli, lost)
+		if err != nil {
+			return err
+		}
+		if n > 0 {
+			continue
+		}
+		if next, ok := c.nextAckDeadline(); ok {
+			ackTimer.Reset(time.Until(next))
+		} else {
+			ackTimer.Reset(time.Hour)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case err := <-lost:
+			return fmt.Errorf("connection lost: %w", err)
+		case <-c.outbox.Notify():
+		case <-ackTimer.C:
+		case ids := <-c.acks:
+			c.confirmBatches(ids)
+		case <-c.statusReq:
+			if err := c.publishStatus(ctx, cli, lost); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (c *Client) publishStatus(ctx context.Context, cli paho.Client, lost <-chan error) error {
+	topic, payload, err := c.status(true)
+	if err != nil {
+		c.log.Error("render status", "err", err)
+		return nil
+	}
+	if err := wait(ctx, cli.Publish(topic, 1, true, payload), c.opts.PublishTimeout, lost); err != nil {
+		return fmt.Errorf("publish status: %w", err)
+	}
+	return nil
+}
+
+type inflight struct {
+	e   buffer.Entry
+	tok paho.Token
+}
+
+// drain publishes pending entries until the outbox has nothing new, with at
+// most Window awaiting PUBACK, and deletes each entry once its PUBACK (and,
+// for batches under BatchAckRequired, the backend's ack) arrived.
+//
+// One connection delivers in publish order and PUBACKs return in that order;
+// settling the oldest token first means an entry is only ever deleted after
+// every entry published before it was confirmed. So the outbox stays a
+// suffix of what was sent: after a disconnect, re-sending from the outbox
+// cannot reorder anything, only repeat entries with their original id and seq.
+func (c *Client) drain(ctx context.Context, cli paho.Client, lost <-chan error) (published int, err error) {
+	var (
+		window []inflight
+		done   []string
+		sent   = map[string]bool{} // published in this call and not yet deleted
+	)
+	// Deletes (an fsync each with the default store settings) run beside
+	// the publishing; deleted ids come back so sent stays small.
+	toDelete := make(chan []string, 4)
+	deleted := make(chan []string, 4)
+	go func() {
+		defer close(deleted)
+		for ids := range toDelete {
+			if err := c.outbox.Delete(ids...); err != nil {
+				// They will be re-sent (same id): a duplicate, not a loss.
+				c.log.Error("delete delivered outbox entries", "count", len(ids), "err", err)
+			}
+			deleted <- ids
+		}
+	}()
+	forget := func(ids []string) {
+		for _, id := range ids {
+			delete(sent, id)
+		}
+	}
+	reap := func() {
+		for {
+			select {
+			case ids := <-deleted:
+				forget(ids)
+			default:
+				return
+			}
+		}
+	}
+	flush := func() {
+		if len(done) == 0 {
+			return
+		}
+		for {
+			select {
+			case toDelete <- done:
+				done = nil
+				return
+			case ids := <-deleted:
+				forget(ids)
+			}
+		}
+	}
+	defer func() {
+		flush()
+		close(toDelete)
+		for ids := range deleted {
+			forget(ids)
+		}
+	}()
+	settle := func() error {
+		head := window[0]
+		window = window[1:]
+		if err := wait(ctx, head.tok, c.opts.PublishTimeout, lost); err != nil {
+			return fmt.Errorf("publish entry %s (seq %d): %w", head.e.ID, head.e.Seq, err)
+		}
+		c.published.Add(1)
+		if c.opts.BatchAckRequired && head.e.Kind == buffer.KindBatch {
+			c.mu.Lock()
+			c.awaiting[head.e.ID] = time.Now()
+			c.mu.Unlock()
+			delete(sent, head.e.ID)
+			return nil
+		}
+		done = append(done, head.e.ID)
+		if len(done) >= 2*c.opts.Window {
+			flush()
+		}
+		return nil
+	}
+	page := max(256, 8*c.opts.Window)
+	for {
+		reap()
+		// Keep status and backend acks responsive during a long drain.
+		select {
+		case <-c.statusReq:
+			if err := c.publishStatus(ctx, cli, lost); err != nil {
+				return published, err
+			}
+		case ids := <-c.acks:
+			c.confirmBatches(ids)
+		default:
+		}
+		c.mu.Lock()
+		skip := len(c.awaiting)
+		c.mu.Unlock()
+		entries, err := c.outbox.Pending(page + len(sent) + skip)
+		if err != nil {
+			// A store read error is not a broker problem: back off
+			// without dropping the connection.
+			c.log.Error("read outbox", "err", err)
+			if !sleep(ctx, c.opts.BackoffMin) {
+				return published, ctx.Err()
+			}
+			break
+		}
+		fresh := 0
+		now := time.Now()
+		for _, e := range entries {
+			if sent[e.ID] || c.holdForAck(e, now) {
+				continue
+			}
+			topic, payload, rerr := protocol.Render(c.opts.DeviceID, e)
+			if rerr != nil {
+				c.log.Error("outbox entry cannot be rendered, sending it as a dead letter", "id", e.ID, "seq", e.Seq, "err", rerr)
+				if topic, payload, rerr = protocol.RenderDeadLetter(c.opts.DeviceID, e, rerr.Error()); rerr != nil {
+					return published, rerr
+				}
+			}
+			sent[e.ID] = true
+			window = append(window, inflight{e: e, tok: cli.Publish(topic, 1, false, payload)})
+			published++
+			fresh++
+			if len(window) >= c.opts.Window {
+				if err := settle(); err != nil {
+					return published, err
+				}
+			}
+		}
+		if fresh == 0 {
+			break
+		}
+	}
+	for len(window) > 0 {
+		if err := settle(); err != nil {
+			return published, err
+		}
+	}
+	return published, nil
+}
+
+// holdForAck reports whether e is a batch still waiting for the backend's
+// ack (BatchAckRequired); once AckTimeout passed it is released for
+// re-publication.
+func (c *Client) holdForAck(e buffer.Entry, now time.Time) bool {
+	if !c.opts.BatchAckRequired || e.Kind != buffer.KindBatch {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	sentAt, ok := c.awaiting[e.ID]
+	if !ok {
+		return false
+	}
+	if now.Sub(sentAt) < c.opts.AckTimeout {
+		return true
+	}
+	delete(c.awaiting, e.ID)
+	c.republished.Add(1)
+	c.log.Warn("batch not acknowledged by backend, publishing again", "id", e.ID, "seq", e.Seq)
+	return false
+}
+
+func (c *Client) nextAckDeadline() (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var next time.Time
+	for _, sent := range c.awaiting {
+		if d := sent.Add(c.opts.AckTimeout); next.IsZero() || d.Before(next) {
+			next = d
+		}
+	}
+	return next, !next.IsZero()
+}
+
+// confirmBatches deletes batches the backend acknowledged. Ids it is not
+// waiting for are ignored (already deleted, or not batches).
+func (c *Client) confirmBatches(ids []string) {
+	c.mu.Lock()
+	var del []string
+	for _, id := range ids {
+		if _, ok := c.awaiting[id]; ok {
+			del = append(del, id)
+		}
+	}
+	c.mu.Unlock()
+	if len(del) == 0 {
+		return
+	}
+	if err := c.outbox.Delete(del...); err != nil {
+		c.log.Error("delete acknowledged batches", "ids", del, "err", err)
+		return
+	}
+	c.mu.Lock()
+	for _, id := range del {
+		delete(c.awaiting, id)
+	}
+	c.mu.Unlock()
+}
