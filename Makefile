@@ -27,17 +27,33 @@ vet: shim
 	$(GO) vet $(PKGS)
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go'))" || { echo "gofmt needed:"; gofmt -l .; exit 1; }
 
-test: shim vet
+# The README's test command: installs what is missing, then vet, gofmt and
+# every test on the real components (PortAudio via the ALSA file plugin,
+# whisper.cpp, Silero VAD, Badger, mosquitto).
+test: deps shim vet
 	$(GO) test -count=1 -timeout 40m $(PKGS)
 
 test-short: shim
 	$(GO) test -short -count=1 $(PKGS)
 
-# Runs the daemon with the default config on the default microphone
-# (INPUT=path.wav for a file).
+# The README's run command: the daemon with the shipped configuration on the
+# default microphone (INPUT=path.wav for a file, INPUT=none for typed notes),
+# state and control socket under build/ so it runs without root. The whisper
+# model (configs/agorad.yaml: models.whisper) is fetched into ./models on
+# first run and checked by sha256; WHISPER=/path/to/ggml-model.bin uses a
+# model you already have.
 INPUT ?= default
-run: build
-	./build/bin/agorad run -c configs/agorad.yaml --input $(INPUT)
+BROKER ?= tcp://127.0.0.1:1883
+STATE_DIR ?= $(CURDIR)/build/state
+SOCKET ?= $(CURDIR)/build/agorad.sock
+WHISPER ?=
+run: deps build
+	@if [ -z "$(WHISPER)" ]; then m=$$(sed -n 's/^  whisper: *//p' configs/agorad.yaml); \
+	  ./build/bin/agorad model fetch "$$m" --dir models || exit 1; fi
+	@if [ ! -f models/ggml-silero-v6.2.0.bin ] && [ ! -f ../shared/models/for-tests-silero-v6.2.0-ggml.bin ]; then \
+	  ./build/bin/agorad model fetch silero-v6.2.0 --dir models || exit 1; fi
+	./build/bin/agorad run -c configs/agorad.yaml --input $(INPUT) $(if $(WHISPER),--model $(WHISPER)) \
+	  --state-dir $(STATE_DIR) --socket $(SOCKET) --broker $(BROKER)
 
 bench: build
 	bash bench/run.sh

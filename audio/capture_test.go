@@ -70,32 +70,6 @@ func captureN(t *testing.T, device string, n int) []float32 {
 	return got
 }
 
-// bestLag finds the lag (ref[i] ~ got[i+lag]) maximising the normalized
-// cross-correlation within ±maxLag.
-func bestLag(ref, got []float32, maxLag int) (int, float64) {
-	best, bestLag := -2.0, 0
-	for lag := -maxLag; lag <= maxLag; lag++ {
-		var xy, xx, yy float64
-		for i, x := range ref {
-			j := i + lag
-			if j < 0 || j >= len(got) {
-				continue
-			}
-			y := float64(got[j])
-			xy += float64(x) * y
-			xx += float64(x) * float64(x)
-			yy += y * y
-		}
-		if xx == 0 || yy == 0 {
-			continue
-		}
-		if c := xy / math.Sqrt(xx*yy); c > best {
-			best, bestLag = c, lag
-		}
-	}
-	return bestLag, best
-}
-
 // clip reads a shared clip.
 func clip(t *testing.T, name string) []float32 {
 	t.Helper()
@@ -110,7 +84,7 @@ func clip(t *testing.T, name string) []float32 {
 // the file microphone's silence (so nothing was skipped or repeated).
 func checkCaptured(t *testing.T, speech, got []float32) {
 	t.Helper()
-	lag, corr := bestLag(speech, got, 400)
+	lag, corr := testaudio.Align(speech, got, 400)
 	t.Logf("lag %d samples, correlation %.4f", lag, corr)
 	if corr < 0.95 {
 		t.Errorf("captured speech correlates %.3f with the original at lag %d, want > 0.95", corr, lag)

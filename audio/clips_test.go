@@ -248,7 +248,7 @@ func TestReadFileSoxFormats(t *testing.T) {
 			if d := len(got) - len(want); d < -2 || d > 2 {
 				t.Errorf("%d samples, original %d", len(got), len(want))
 			}
-			lag, c := bestLag(want, got, 50)
+			lag, c := testaudio.Align(want, got, 50)
 			t.Logf("lag %d correlation %.4f", lag, c)
 			if c < 0.99 || lag != 0 {
 				t.Errorf("correlation %.4f at lag %d with the original, want > 0.99 at 0", c, lag)

@@ -10,6 +10,10 @@ type CatalogEntry struct {
 	URL    string
 	SHA256 string
 	Size   int64
+	// Aliases are other file names the same bytes are published under
+	// (whisper.cpp's repository keeps the Silero model as a test file);
+	// model resolution accepts them too.
+	Aliases []string
 }
 
 const (
@@ -47,7 +51,8 @@ var Catalog = []CatalogEntry{
 	{Name: "large-v3-turbo", Kind: "whisper", File: "ggml-large-v3-turbo.bin", URL: whisperHost + "ggml-large-v3-turbo.bin",
 		SHA256: "1fc70f774d38eb169993ac391eea357ef47c88757ef72ee5943879b7e8e2bc69", Size: 1624555275},
 	{Name: "silero-v6.2.0", Kind: "vad", File: "ggml-silero-v6.2.0.bin", URL: vadHost + "ggml-silero-v6.2.0.bin",
-		SHA256: "2aa269b785eeb53a82983a20501ddf7c1d9c48e33ab63a41391ac6c9f7fb6987", Size: 885098},
+		SHA256: "2aa269b785eeb53a82983a20501ddf7c1d9c48e33ab63a41391ac6c9f7fb6987", Size: 885098,
+		Aliases: []string{"for-tests-silero-v6.2.0-ggml.bin"}},
 }
 
 // LookupCatalog finds an official model by name ("base.en") or file name

@@ -70,3 +70,19 @@ func TestCatalogMatchesSharedSilero(t *testing.T) {
 		t.Fatalf("shared silero: sha256 %s size %d; catalog %s size %d", got, n, e.SHA256, e.Size)
 	}
 }
+
+// The catalog's Silero model resolves to the byte-identical copy that
+// whisper.cpp publishes under its test name.
+func TestResolveCatalogAlias(t *testing.T) {
+	shared := testaudio.SharedDir(t) + "/models"
+	got, err := ResolveModelIn("vad", "silero-v6.2.0", shared)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasSuffix(got, "/for-tests-silero-v6.2.0-ggml.bin") {
+		t.Fatalf("resolved to %s", got)
+	}
+	if _, err := ResolveModelIn("whisper", "silero-v6.2.0", shared); err == nil {
+		t.Fatal("a VAD catalog name resolved as a whisper model")
+	}
+}

@@ -50,8 +50,12 @@ func resolveIn(kind, name string, dirs []string) (string, error) {
 		candidates = append(candidates, name)
 	} else {
 		files := []string{name}
-		if e, ok := LookupCatalog(name); ok && e.Kind == kind && e.File != name {
-			files = append(files, e.File)
+		if e, ok := LookupCatalog(name); ok && e.Kind == kind {
+			for _, f := range append([]string{e.File}, e.Aliases...) {
+				if f != name {
+					files = append(files, f)
+				}
+			}
 		}
 		for _, dir := range dirs {
 			for _, f := range files {

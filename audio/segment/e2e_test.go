@@ -2,7 +2,6 @@ package segment_test
 
 import (
 	"context"
-	"math"
 	"strings"
 	"sync"
 	"testing"
@@ -132,7 +131,7 @@ func TestEndToEndVirtualMic(t *testing.T) {
 
 	// The capture may be shifted against the file by the ALSA/PortAudio
 	// buffering: measure it on the first sentence's audio and apply it.
-	lag, corr := bestLag(speech[truth[0][0]:truth[0][1]], captured[truth[0][0]:min(truth[0][1]+4000, len(captured))], 1600)
+	lag, corr := testaudio.Align(speech[truth[0][0]:truth[0][1]], captured[truth[0][0]:min(truth[0][1]+4000, len(captured))], 1600)
 	t.Logf("capture lag %d samples (%.1f ms), correlation %.3f", lag, ms(int64(lag)), corr)
 	if corr < 0.9 {
 		t.Fatalf("captured audio does not match the speech file (correlation %.3f)", corr)
@@ -191,30 +190,4 @@ func checkTruthAt(t *testing.T, got []segment.Utterance, truth [][2]int) {
 			t.Errorf("Start of utterance %d is %v after the first, offsets say %v", i, d, want)
 		}
 	}
-}
-
-// bestLag finds the lag (ref[i] ~ got[i+lag]) maximising the normalized
-// cross-correlation within ±maxLag.
-func bestLag(ref, got []float32, maxLag int) (int, float64) {
-	best, bestLag := -2.0, 0
-	for lag := -maxLag; lag <= maxLag; lag++ {
-		var xy, xx, yy float64
-		for i, x := range ref {
-			j := i + lag
-			if j < 0 || j >= len(got) {
-				continue
-			}
-			y := float64(got[j])
-			xy += float64(x) * y
-			xx += float64(x) * float64(x)
-			yy += y * y
-		}
-		if xx == 0 || yy == 0 {
-			continue
-		}
-		if c := xy / math.Sqrt(xx*yy); c > best {
-			best, bestLag = c, lag
-		}
-	}
-	return bestLag, best
 }

@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# run.sh: every benchmark, each reporting ratios against a reference measured
+# in the same run. Results go to bench/out/. Run on a quiet machine: the
+# figures are wall-clock.
+#   speechbench.sh  agorad transcribe vs whisper-cli (sid root), RTF and ratio;
+#                   long half-silent recording; CPU while listening to silence
+#   storebench      append latency p50/p99 per fsync policy
+#   drainbench      outbox drain to mosquitto vs mosquitto_pub -q 1
+set -euo pipefail
+cd "$(dirname "$0")/.."
+mkdir -p bench/out
+export CGO_LDFLAGS="-L$(pwd)/build/lib ${CGO_LDFLAGS:-}"
+bash bench/speechbench.sh
+go run ./bench/storebench | tee bench/out/storebench.txt
+go run ./bench/drainbench -n "${DRAIN_N:-20000}" | tee bench/out/drainbench.txt

@@ -1,0 +1,278 @@
+package daemon
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"path/filepath"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agora/agorad/audio"
+	"github.com/agora/agorad/audio/testaudio"
+	"github.com/agora/agorad/buffer"
+	"github.com/agora/agorad/cmd/agorad/internal/evdev"
+	"github.com/agora/agorad/configs"
+	"github.com/agora/agorad/sync/brokertest"
+	"github.com/agora/agorad/transcribe"
+)
+
+// scriptedSource hands out chunks only when the test releases them and says
+// when the daemon is waiting for the next one, so key presses can be put
+// between exact samples.
+type scriptedSource struct {
+	chunks  chan audio.Chunk
+	waiting chan struct{}
+}
+
+func newScriptedSource() *scriptedSource {
+	return &scriptedSource{chunks: make(chan audio.Chunk), waiting: make(chan struct{}, 1)}
+}
+
+func (s *scriptedSource) Read(ctx context.Context) (audio.Chunk, error) {
+	select {
+	case s.waiting <- struct{}{}:
+	default:
+	}
+	select {
+	case c, ok := <-s.chunks:
+		if !ok {
+			return audio.Chunk{}, io.EOF
+		}
+		return c, nil
+	case <-ctx.Done():
+		return audio.Chunk{}, ctx.Err()
+	}
+}
+
+func (s *scriptedSource) Close() error { return nil }
+
+// waitIdle returns once the daemon has finished with the previous chunk and
+// asks for the next.
+func (s *scriptedSource) waitIdle(t *testing.T) {
+	t.Helper()
+	select {
+	case <-s.waiting:
+	case <-time.After(10 * time.Second):
+		t.Fatal("daemon never asked for the next chunk")
+	}
+}
+
+// recordingTranscriber remembers what whisper would have been given.
+type recordingTranscriber struct {
+	mu    sync.Mutex
+	calls [][]float32
+	text  string
+}
+
+func (r *recordingTranscriber) Transcribe(ctx context.Context, s []float32) (transcribe.Result, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.calls = append(r.calls, append([]float32(nil), s...))
+	return transcribe.Result{Text: r.text, Lang: "en", AudioDuration: samplesDur(int64(len(s)))}, nil
+}
+
+func (r *recordingTranscriber) Close() error { return nil }
+
+func (r *recordingTranscriber) snapshot() [][]float32 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return append([][]float32(nil), r.calls...)
+}
+
+func testConfig(t *testing.T, brokerURL string) *configs.Config {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := configs.Default()
+	cfg.DeviceID = "dev-test"
+	cfg.StateDir = filepath.Join(dir, "state")
+	cfg.Control.Socket = filepath.Join(dir, "ctl.sock")
+	cfg.Metrics.Listen = ""
+	cfg.MQTT.Broker = brokerURL
+	cfg.Sounds.Enabled = false
+	cfg.Models.VAD = testaudio.Model(t, "for-tests-silero-v6.2.0-ggml.bin")
+	return cfg
+}
+
+// TestPushToTalkThroughEvdev: a key held on a real evdev event stream (a
+// FIFO read through the same code path as /dev/input/eventN) produces
+// exactly the audio captured while it was held: one utterance, not a sample
+// more or less, and nothing from the hands-free path.
+func TestPushToTalkThroughEvdev(t *testing.T) {
+	broker := brokertest.Start(t)
+	cfg := testConfig(t, broker.URL())
+	cfg.Input.Source = "default" // replaced by the scripted source
+	cfg.Input.HandsFree = false
+	cfg.Input.PTT.Enabled = true
+	cfg.Input.PTT.EvdevDevice = filepath.Join(t.TempDir(), "event-headset")
+	cfg.Input.PTT.KeyCode = 164 // KEY_PLAYPAUSE, a headset button
+	if err := syscall.Mkfifo(cfg.Input.PTT.EvdevDevice, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	keys, err := os.OpenFile(cfg.Input.PTT.EvdevDevice, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer keys.Close()
+	press := func(down bool) {
+		v := int32(0)
+		if down {
+			v = 1
+		}
+		for _, e := range []evdev.RawEvent{{Type: evdev.EvKey, Code: 164, Value: v}, {Type: evdev.EvSyn, Code: evdev.SynReport}} {
+			if _, err := keys.Write(evdev.Encode(e)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+
+	src := newScriptedSource()
+	whisper := &recordingTranscriber{text: "ptt note"}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var d *Daemon
+	done := make(chan int, 1)
+	{
+		o := Options{Config: cfg, DrainTimeout: time.Second, Version: "test", Logger: slog.New(slog.DiscardHandler),
+			OpenSource: func(context.Context) (audio.Source, error) { return src, nil }, Transcriber: whisper}
+		var code int
+		d, code, err = newDaemon(o)
+		if err != nil {
+			t.Fatalf("newDaemon: %v (code %d)", err, code)
+		}
+		go func() { c, _ := d.run(ctx); d.close(); done <- c }()
+	}
+
+	chunk := func(i int, amp float32) audio.Chunk {
+		s := make([]float32, 1600)
+		for j := range s {
+			s[j] = amp * float32(math.Sin(float64(i*1600+j)/7))
+		}
+		return audio.Chunk{Samples: s, Offset: int64(i * 1600), Time: time.Now()}
+	}
+	var held []float32
+	send := func(c audio.Chunk) {
+		src.waitIdle(t)
+		src.chunks <- c
+	}
+	waitPTT := func(want bool) {
+		deadline := time.Now().Add(10 * time.Second)
+		for d.ptt.Load() != want {
+			if time.Now().After(deadline) {
+				t.Fatalf("push-to-talk never became %v", want)
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}
+
+	send(chunk(0, 0.3)) // before the press: not recorded
+	send(chunk(1, 0.3))
+	src.waitIdle(t)
+	press(true)
+	waitPTT(true)
+	src.waiting <- struct{}{} // waitIdle consumed the signal; the daemon is still waiting
+	for i := 2; i < 7; i++ {
+		c := chunk(i, 0.5)
+		held = append(held, c.Samples...)
+		send(c)
+	}
+	src.waitIdle(t)
+	press(false)
+	waitPTT(false)
+	src.waiting <- struct{}{}
+	send(chunk(7, 0.3)) // after the release: not recorded
+	send(chunk(8, 0.3))
+
+	deadline := time.Now().Add(10 * time.Second)
+	for len(whisper.snapshot()) == 0 && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	time.Sleep(200 * time.Millisecond) // a second, wrong utterance would show up by now
+	calls := whisper.snapshot()
+	if len(calls) != 1 {
+		t.Fatalf("whisper calls = %d, want exactly 1 (the held utterance)", len(calls))
+	}
+	if len(calls[0]) != len(held) {
+		t.Fatalf("utterance has %d samples, want the %d held", len(calls[0]), len(held))
+	}
+	for i := range held {
+		if math.Abs(float64(calls[0][i]-held[i])) > 1.0/32768 {
+			t.Fatalf("sample %d = %v, want %v", i, calls[0][i], held[i])
+		}
+	}
+	deadline = time.Now().Add(5 * time.Second)
+	var recs []string
+	for time.Now().Before(deadline) {
+		rs, err := d.store.ListListen(0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs = recs[:0]
+		for _, r := range rs {
+			recs = append(recs, r.Source+":"+r.Text)
+		}
+		if len(recs) > 0 {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if len(recs) != 1 || recs[0] != "ptt:ptt note" {
+		t.Fatalf("listen buffer %q, want the one push-to-talk note", recs)
+	}
+	cancel()
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("daemon did not stop")
+	}
+}
+
+// TestJournaledAudioIsTranscribedOnStart: audio journaled before a crash
+// (heard, not yet transcribed) is transcribed when the daemon starts again,
+// and its journal entry is released once the text is stored.
+func TestJournaledAudioIsTranscribedOnStart(t *testing.T) {
+	cfg := testConfig(t, "tcp://127.0.0.1:1") // no broker needed
+	cfg.Input.Source = "none"
+	st, err := buffer.Open(filepath.Join(cfg.StateDir, "store"), buffer.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	speech := make([]float32, 8000)
+	for i := range speech {
+		speech[i] = 0.25 * float32(math.Sin(float64(i)/5))
+	}
+	if _, err := st.JournalAudio(speech, time.Now()); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	whisper := &recordingTranscriber{text: "recovered note"}
+	d, _, err := newDaemon(Options{Config: cfg, DrainTimeout: time.Second, Version: "test", Logger: slog.New(slog.DiscardHandler), Transcriber: whisper})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { d.run(ctx); d.close(); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		recs, _ := d.store.ListListen(0)
+		pend, _ := d.store.PendingAudio()
+		if len(recs) == 1 && recs[0].Text == "recovered note" && recs[0].Source == "journal" && len(pend) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("listen buffer %+v, journal %d entries: want the recovered note stored and the journal empty", recs, len(pend))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if calls := whisper.snapshot(); len(calls) != 1 || len(calls[0]) != len(speech) {
+		t.Fatalf("whisper calls %d, want 1 with the %d journaled samples", len(calls), len(speech))
+	}
+}

@@ -1,0 +1,326 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/agora/agorad/buffer"
+	"github.com/agora/agorad/wake"
+)
+
+// Modes. The zero value is never persisted.
+const (
+	ModeListen   = "listen"
+	ModeFeedback = "feedback"
+)
+
+// Store is what the router needs from the durable store.
+type Store interface {
+	Mode() (string, error)
+	SetMode(mode string) error
+	AppendListen(rec buffer.Record) (buffer.Record, error)
+	EnqueueUtterance(rec buffer.Record) (buffer.Entry, error)
+	FlushListen(offline bool) (buffer.Entry, bool, error)
+	ListenCount() (int, error)
+	DropAudio(id string) error
+}
+
+// Matcher finds wake phrases in a transcript.
+type Matcher interface {
+	Match(text string) wake.Match
+}
+
+// Sounder plays a named earcon; it must not block on the audio device.
+type Sounder interface {
+	Play(name string)
+}
+
+// Heard is one piece of text entering the router: a transcript of an
+// utterance, a typed note (agoractl say) or another app's dictation. All
+// enter the same way, so wake phrases and modes apply to each.
+type Heard struct {
+	Text       string
+	Lang       string
+	Confidence float64
+	StartedAt  time.Time
+	Duration   time.Duration
+	Source     string // "mic", "ptt", "typed", "file:<name>"
+	AudioID    string // journal entry to release once the text is stored
+}
+
+// Outcome says what the router did with one Heard, for status, metrics and tests.
+type Outcome struct {
+	Stored     int    // notes appended to the listen buffer
+	Sent       int    // utterances queued for the backend
+	ID         string // id of the last record stored or utterance queued
+	BatchID    string // id of the flushed listen-buffer batch, "" when none
+	BatchSeq   uint64
+	BatchCount int
+	ModeBefore string
+	ModeAfter  string
+	Wake       wake.Action
+}
+
+// Router applies wake phrases and the current mode to what was heard. It is
+// the only writer of the mode, and it serialises everything it handles so
+// that a wake phrase's flush and the command after it keep their order.
+type Router struct {
+	store   Store
+	rules   Matcher
+	sounds  Sounder
+	online  func() bool
+	deflt   string
+	mu      sync.Mutex
+	mode    string
+	onMode  func(string)
+	lastMsg Heard
+	lastAt  time.Time
+}
+
+// RouterOptions configures a Router.
+type RouterOptions struct {
+	Store       Store
+	Rules       Matcher
+	Sounds      Sounder      // nil: silent
+	Online      func() bool  // nil: always offline
+	DefaultMode string       // used when no mode was persisted yet
+	OnMode      func(string) // called (under the router's lock) after every mode change
+}
+
+// NewRouter loads the persisted mode (or the default) and finishes a wake
+// that a crash interrupted: in feedback mode the listen buffer must be empty,
+// so anything still in it is flushed as the batch it was meant to become.
+func NewRouter(o RouterOptions) (*Router, error) {
+	if o.DefaultMode != ModeListen && o.DefaultMode != ModeFeedback {
+		return nil, fmt.Errorf("router: default mode %q is not listen or feedback", o.DefaultMode)
+	}
+	r := &Router{store: o.Store, rules: o.Rules, sounds: o.Sounds, online: o.Online, deflt: o.DefaultMode, onMode: o.OnMode}
+	if r.online == nil {
+		r.online = func() bool { return false }
+	}
+	mode, err := o.Store.Mode()
+	if err != nil {
+		return nil, fmt.Errorf("router: read persisted mode: %w", err)
+	}
+	if mode != ModeListen && mode != ModeFeedback {
+		mode = o.DefaultMode
+		if err := o.Store.SetMode(mode); err != nil {
+			return nil, fmt.Errorf("router: persist default mode: %w", err)
+		}
+	}
+	r.mode = mode
+	if mode == ModeFeedback {
+		if _, _, err := o.Store.FlushListen(!r.online()); err != nil {
+			return nil, fmt.Errorf("router: finish interrupted listen-buffer flush: %w", err)
+		}
+	}
+	return r, nil
+}
+
+// Mode is the current mode.
+func (r *Router) Mode() string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.mode
+}
+
+// Last is the last text handled and when.
+func (r *Router) Last() (Heard, time.Time) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.lastMsg, r.lastAt
+}
+
+// SetMode switches mode as the wake phrases do (used by agoractl and by the
+// backend's set_mode command): to feedback flushes the listen buffer.
+func (r *Router) SetMode(ctx context.Context, mode string) (Outcome, error) {
+	if mode != ModeListen && mode != ModeFeedback {
+		return Outcome{}, fmt.Errorf("mode %q is not listen or feedback", mode)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := Outcome{ModeBefore: r.mode}
+	var err error
+	if mode == ModeFeedback {
+		err = r.toFeedback(&out)
+	} else {
+		err = r.toListen()
+	}
+	out.ModeAfter = r.mode
+	return out, err
+}
+
+// Flush sends the listen buffer as a batch now, without changing mode.
+func (r *Router) Flush(ctx context.Context) (Outcome, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := Outcome{ModeBefore: r.mode, ModeAfter: r.mode}
+	if err := r.flush(&out); err != nil {
+		return out, fmt.Errorf("flush listen buffer: %w", err)
+	}
+	return out, nil
+}
+
+// Handle routes one piece of text. An error means the text was not stored;
+// the caller keeps its audio journal entry so nothing is lost.
+func (r *Router) Handle(ctx context.Context, h Heard) (out Outcome, err error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out.ModeBefore = r.mode
+	defer func() { out.ModeAfter = r.mode }()
+	text := strings.TrimSpace(h.Text)
+	if text == "" {
+		return out, r.release(h.AudioID)
+	}
+	m := r.rules.Match(text)
+	out.Wake = m.Action
+	switch m.Action {
+	case wake.Feedback:
+		// Words before the wake phrase belong to the mode they were spoken in.
+		if err := r.deliver(h, m.Before, &out); err != nil {
+			return out, err
+		}
+		if err := r.toFeedback(&out); err != nil {
+			return out, err
+		}
+		if err := r.deliver(h, m.Remainder, &out); err != nil {
+			return out, err
+		}
+	case wake.Listen:
+		if err := r.deliver(h, m.Before, &out); err != nil {
+			return out, err
+		}
+		if err := r.toListen(); err != nil {
+			return out, err
+		}
+		if err := r.deliver(h, m.Remainder, &out); err != nil {
+			return out, err
+		}
+	default:
+		if err := r.deliver(h, text, &out); err != nil {
+			return out, err
+		}
+	}
+	r.lastMsg, r.lastAt = h, time.Now()
+	if out.Stored > 0 && out.Sent == 0 && out.Wake == wake.None {
+		r.play("stored")
+	}
+	return out, r.release(h.AudioID)
+}
+
+// deliver stores text in the listen buffer or queues it for the backend,
+// depending on the current mode.
+func (r *Router) deliver(h Heard, text string, out *Outcome) error {
+	text = strings.TrimSpace(text)
+	if text == "" {
+		return nil
+	}
+	rec := buffer.Record{
+		Text: text, Lang: h.Lang, Confidence: h.Confidence,
+		StartedAt: h.StartedAt, DurationMS: h.Duration.Milliseconds(),
+		Source: h.Source, Offline: !r.online(),
+	}
+	if r.mode == ModeListen {
+		stored, err := r.store.AppendListen(rec)
+		if err != nil {
+			r.play("error")
+			return fmt.Errorf("store note in listen buffer: %w", err)
+		}
+		out.Stored++
+		out.ID = stored.ID
+		return nil
+	}
+	e, err := r.store.EnqueueUtterance(rec)
+	if err != nil {
+		r.play("error")
+		return fmt.Errorf("queue utterance for the backend: %w", err)
+	}
+	out.Sent++
+	out.ID = e.ID
+	return nil
+}
+
+func (r *Router) toFeedback(out *Outcome) error {
+	// Flush before persisting the mode: a crash in between leaves listen
+	// mode with an empty buffer, and NewRouter completes a crash after it.
+	if err := r.flush(out); err != nil {
+		r.play("error")
+		return fmt.Errorf("flush listen buffer on wake: %w", err)
+	}
+	if r.mode != ModeFeedback {
+		if err := r.store.SetMode(ModeFeedback); err != nil {
+			return fmt.Errorf("persist feedback mode: %w", err)
+		}
+		r.mode = ModeFeedback
+		r.changed()
+	}
+	r.play("feedback_on")
+	return nil
+}
+
+func (r *Router) toListen() error {
+	if r.mode != ModeListen {
+		if err := r.store.SetMode(ModeListen); err != nil {
+			return fmt.Errorf("persist listen mode: %w", err)
+		}
+		r.mode = ModeListen
+		r.changed()
+	}
+	r.play("listen_on")
+	return nil
+}
+
+// flush moves the listen buffer into the outbox. One batch holds the whole
+// buffer up to the store's largest value (about 50,000 notes); a larger
+// buffer goes as several batches, oldest first, still ahead of what follows.
+func (r *Router) flush(out *Outcome) error {
+	for {
+		e, ok, err := r.store.FlushListen(!r.online())
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return nil
+		}
+		if out.BatchID == "" {
+			out.BatchID, out.BatchSeq = e.ID, e.Seq
+		}
+		out.BatchCount += batchCount(e)
+	}
+}
+
+func (r *Router) changed() {
+	if r.onMode != nil {
+		r.onMode(r.mode)
+	}
+}
+
+func (r *Router) release(audioID string) error {
+	if audioID == "" {
+		return nil
+	}
+	if err := r.store.DropAudio(audioID); err != nil {
+		return fmt.Errorf("release journaled audio %s: %w", audioID, err)
+	}
+	return nil
+}
+
+func (r *Router) play(name string) {
+	if r.sounds != nil {
+		r.sounds.Play(name)
+	}
+}
+
+func batchCount(e buffer.Entry) int {
+	var b struct {
+		Count int `json:"count"`
+	}
+	if err := json.Unmarshal(e.Body, &b); err != nil {
+		return 0
+	}
+	return b.Count
+}

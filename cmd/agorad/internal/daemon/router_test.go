@@ -1,0 +1,231 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/agora/agorad/buffer"
+	"github.com/agora/agorad/wake"
+)
+
+// recordingSounder remembers the earcons asked for.
+type recordingSounder struct {
+	mu    sync.Mutex
+	names []string
+}
+
+func (s *recordingSounder) Play(name string) {
+	s.mu.Lock()
+	s.names = append(s.names, name)
+	s.mu.Unlock()
+}
+
+func (s *recordingSounder) take() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.names
+	s.names = nil
+	return n
+}
+
+func openStore(t *testing.T, dir string) *buffer.Store {
+	t.Helper()
+	s, err := buffer.Open(dir, buffer.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func newTestRouter(t *testing.T, st *buffer.Store, snd Sounder, online bool) *Router {
+	t.Helper()
+	rules, err := wake.New(wake.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := NewRouter(RouterOptions{Store: st, Rules: rules, Sounds: snd, Online: func() bool { return online }, DefaultMode: ModeListen})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
+// pendingTexts renders the data lane as the backend will see it:
+// "batch[a|b]" for a batch, the text for an utterance.
+func pendingTexts(t *testing.T, st *buffer.Store) []string {
+	t.Helper()
+	es, err := st.Pending(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range es {
+		switch e.Kind {
+		case buffer.KindBatch:
+			var b struct {
+				Items []buffer.Record `json:"items"`
+			}
+			if err := json.Unmarshal(e.Body, &b); err != nil {
+				t.Fatal(err)
+			}
+			s := "batch["
+			for i, it := range b.Items {
+				if i > 0 {
+					s += "|"
+				}
+				s += it.Text
+			}
+			out = append(out, s+"]")
+		case buffer.KindUtterance:
+			var r buffer.Record
+			if err := json.Unmarshal(e.Body, &r); err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, r.Text)
+		}
+	}
+	return out
+}
+
+func listenTexts(t *testing.T, st *buffer.Store) []string {
+	t.Helper()
+	recs, err := st.ListListen(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, r := range recs {
+		out = append(out, r.Text)
+	}
+	return out
+}
+
+// TestRouterInspectionRound runs a spoken round on the real Badger store
+// step by step: what is buffered, what is queued, the mode and the sounds.
+func TestRouterInspectionRound(t *testing.T) {
+	st := openStore(t, t.TempDir())
+	defer st.Close()
+	snd := &recordingSounder{}
+	r := newTestRouter(t, st, snd, false)
+
+	steps := []struct {
+		say        string
+		wantMode   string
+		wantListen []string
+		wantQueue  []string
+		wantSounds []string
+	}{
+		{"Scheur in balk vier, drie millimeter.", ModeListen,
+			[]string{"Scheur in balk vier, drie millimeter."}, nil, []string{"stored"}},
+		{"Rust on the north wall.", ModeListen,
+			[]string{"Scheur in balk vier, drie millimeter.", "Rust on the north wall."}, nil, []string{"stored"}},
+		{"And the last one. AGORA, what do you think?", ModeFeedback, nil,
+			[]string{"batch[Scheur in balk vier, drie millimeter.|Rust on the north wall.|And the last one.]", "what do you think?"},
+			[]string{"feedback_on"}},
+		{"Is the crack structural?", ModeFeedback, nil,
+			[]string{"batch[Scheur in balk vier, drie millimeter.|Rust on the north wall.|And the last one.]", "what do you think?", "Is the crack structural?"},
+			nil},
+		{"Agora, luister.", ModeListen, nil,
+			[]string{"batch[Scheur in balk vier, drie millimeter.|Rust on the north wall.|And the last one.]", "what do you think?", "Is the crack structural?"},
+			[]string{"listen_on"}},
+		{"agoraphobia is not a wake word", ModeListen, []string{"agoraphobia is not a wake word"},
+			[]string{"batch[Scheur in balk vier, drie millimeter.|Rust on the north wall.|And the last one.]", "what do you think?", "Is the crack structural?"},
+			[]string{"stored"}},
+		{"AGORA listen, the ceiling is damp", ModeListen, []string{"agoraphobia is not a wake word", "the ceiling is damp"},
+			[]string{"batch[Scheur in balk vier, drie millimeter.|Rust on the north wall.|And the last one.]", "what do you think?", "Is the crack structural?"},
+			[]string{"listen_on"}},
+		{"   ", ModeListen, []string{"agoraphobia is not a wake word", "the ceiling is damp"},
+			[]string{"batch[Scheur in balk vier, drie millimeter.|Rust on the north wall.|And the last one.]", "what do you think?", "Is the crack structural?"},
+			nil},
+	}
+	for i, s := range steps {
+		if _, err := r.Handle(context.Background(), Heard{Text: s.say, Source: "typed"}); err != nil {
+			t.Fatalf("step %d %q: %v", i, s.say, err)
+		}
+		if got := r.Mode(); got != s.wantMode {
+			t.Errorf("step %d %q: mode %s, want %s", i, s.say, got, s.wantMode)
+		}
+		if m, _ := st.Mode(); m != s.wantMode {
+			t.Errorf("step %d %q: persisted mode %s, want %s", i, s.say, m, s.wantMode)
+		}
+		if got := listenTexts(t, st); !slices.Equal(got, s.wantListen) {
+			t.Errorf("step %d %q: listen buffer %q, want %q", i, s.say, got, s.wantListen)
+		}
+		if got := pendingTexts(t, st); !slices.Equal(got, s.wantQueue) {
+			t.Errorf("step %d %q: outbox %q, want %q", i, s.say, got, s.wantQueue)
+		}
+		if got := snd.take(); !slices.Equal(got, s.wantSounds) {
+			t.Errorf("step %d %q: sounds %q, want %q", i, s.say, got, s.wantSounds)
+		}
+	}
+}
+
+// TestRouterOfflineMarking: what is produced while the link is down says so.
+func TestRouterOfflineMarking(t *testing.T) {
+	for _, online := range []bool{false, true} {
+		st := openStore(t, t.TempDir())
+		r := newTestRouter(t, st, nil, online)
+		if _, err := r.SetMode(context.Background(), ModeFeedback); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := r.Handle(context.Background(), Heard{Text: "hello"}); err != nil {
+			t.Fatal(err)
+		}
+		es, _ := st.Pending(0)
+		if len(es) != 1 || es[0].Offline != !online {
+			t.Errorf("online=%v: entries %+v, want one with offline=%v", online, es, !online)
+		}
+		st.Close()
+	}
+}
+
+// TestRouterRestartKeepsModeAndFinishesFlush: the mode survives a restart,
+// and a listen buffer left non-empty in feedback mode (a crash between the
+// steps of a wake) is flushed when the router starts.
+func TestRouterRestartKeepsModeAndFinishesFlush(t *testing.T) {
+	dir := t.TempDir()
+	st := openStore(t, dir)
+	r := newTestRouter(t, st, nil, false)
+	for _, s := range []string{"one", "two"} {
+		if _, err := r.Handle(context.Background(), Heard{Text: s}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+
+	st = openStore(t, dir)
+	r = newTestRouter(t, st, nil, false)
+	if r.Mode() != ModeListen || !slices.Equal(listenTexts(t, st), []string{"one", "two"}) {
+		t.Fatalf("after restart: mode %s, buffer %q", r.Mode(), listenTexts(t, st))
+	}
+	// Simulate the crash window: mode persisted as feedback, buffer not moved.
+	if err := st.SetMode(ModeFeedback); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	st = openStore(t, dir)
+	defer st.Close()
+	r = newTestRouter(t, st, nil, false)
+	if r.Mode() != ModeFeedback {
+		t.Fatalf("mode %s, want feedback", r.Mode())
+	}
+	if got := pendingTexts(t, st); !slices.Equal(got, []string{"batch[one|two]"}) || len(listenTexts(t, st)) != 0 {
+		t.Fatalf("outbox %q, listen %q: want the interrupted flush completed", got, listenTexts(t, st))
+	}
+}
+
+func TestRouterRejectsBadMode(t *testing.T) {
+	st := openStore(t, t.TempDir())
+	defer st.Close()
+	r := newTestRouter(t, st, nil, false)
+	if _, err := r.SetMode(context.Background(), "loud"); err == nil {
+		t.Fatal("SetMode(loud) succeeded")
+	}
+	if _, err := NewRouter(RouterOptions{Store: st, DefaultMode: "chatty"}); err == nil {
+		t.Fatal("NewRouter with default mode chatty succeeded")
+	}
+}

@@ -1,0 +1,98 @@
+// Command agorad is the voice-driven edge daemon for inspection hardware.
+// Its subcommands run the daemon (run), transcribe WAV files through the
+// same pipeline (transcribe), list audio devices (devices) and download
+// models (model fetch).
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"syscall"
+)
+
+// version is set at build time: -ldflags "-X main.version=1.2.3".
+var version = "dev"
+
+// Exit codes.
+const (
+	exitOK     = 0
+	exitFailed = 1 // some inputs failed
+	exitUsage  = 2 // usage or configuration error
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+const usageText = `usage: agorad <command> [flags] [args]
+
+commands:
+  run                      run the daemon (agorad run -h for flags)
+  transcribe FILE...       transcribe WAV files: one JSON object per utterance
+  devices                  list audio input devices
+  model fetch NAME         download a model from the catalog into ./models
+  model list               list the models in the catalog
+  version                  print the version
+  help                     print this help
+`
+
+// dispatch runs the subcommand named by args[0] and returns the exit code.
+func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usageText)
+		return exitUsage
+	}
+	cmd, rest := args[0], args[1:]
+	switch cmd {
+	case "run":
+		return runDaemon(ctx, rest, stdout, stderr)
+	case "transcribe":
+		return cmdTranscribe(ctx, rest, stdout, stderr, realPipeline{})
+	case "devices":
+		return cmdDevices(rest, stdout, stderr, listDevices)
+	case "model":
+		return cmdModel(ctx, rest, stdout, stderr)
+	case "version", "--version", "-version":
+		fmt.Fprintf(stdout, "agorad %s%s\n", version, revision())
+		return exitOK
+	case "help", "-h", "--help", "-help":
+		fmt.Fprint(stdout, usageText)
+		return exitOK
+	default:
+		fmt.Fprintf(stderr, "agorad: unknown command %q\n%s", cmd, usageText)
+		return exitUsage
+	}
+}
+
+// revision is the VCS commit the binary was built from, when Go recorded it.
+func revision() string {
+	info, ok := debug.ReadBuildInfo()
+	if !ok {
+		return ""
+	}
+	var rev, dirty string
+	for _, s := range info.Settings {
+		switch s.Key {
+		case "vcs.revision":
+			rev = s.Value
+		case "vcs.modified":
+			if s.Value == "true" {
+				dirty = "+dirty"
+			}
+		}
+	}
+	if len(rev) > 12 {
+		rev = rev[:12]
+	}
+	if rev == "" {
+		return ""
+	}
+	return " (" + rev + dirty + ")"
+}

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"text/tabwriter"
+
+	"github.com/agora/agorad/transcribe"
+)
+
+// cmdModel handles `agorad model fetch NAME [--dir DIR]` and `agorad model list`.
+func cmdModel(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "usage: agorad model fetch NAME [--dir DIR] | agorad model list")
+		return exitUsage
+	}
+	switch args[0] {
+	case "fetch":
+		return cmdModelFetch(ctx, args[1:], stdout, stderr, http.DefaultClient)
+	case "list":
+		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
+		fmt.Fprintln(tw, "NAME\tKIND\tFILE\tSIZE")
+		for _, e := range transcribe.Catalog {
+			size := "?"
+			if e.Size > 0 {
+				size = fmt.Sprintf("%.0f MB", float64(e.Size)/1e6)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", e.Name, e.Kind, e.File, size)
+		}
+		tw.Flush()
+		return exitOK
+	default:
+		fmt.Fprintf(stderr, "agorad model: unknown subcommand %q (want fetch or list)\n", args[0])
+		return exitUsage
+	}
+}
+
+func cmdModelFetch(ctx context.Context, args []string, stdout, stderr io.Writer, client *http.Client) int {
+	fs := flag.NewFlagSet("agorad model fetch", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	dir := fs.String("dir", "models", "directory to download into")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: agorad model fetch NAME [--dir DIR]\n\nDownloads a catalog model (agorad model list) and verifies its sha256.")
+		fs.PrintDefaults()
+	}
+	// Flags may come before or after NAME.
+	if err := fs.Parse(args); err != nil {
+		return usageCode(err)
+	}
+	var names []string
+	for fs.NArg() > 0 {
+		names = append(names, fs.Arg(0))
+		if err := fs.Parse(fs.Args()[1:]); err != nil {
+			return usageCode(err)
+		}
+	}
+	if len(names) != 1 {
+		fmt.Fprintln(stderr, "agorad model fetch: give exactly one model NAME (agorad model list shows them)")
+		return exitUsage
+	}
+	e, ok := transcribe.LookupCatalog(names[0])
+	if ok {
+		fmt.Fprintf(stderr, "fetching %s from %s\n", e.File, e.URL)
+	}
+	path, err := transcribe.Fetch(ctx, names[0], *dir, client)
+	if err != nil {
+		fmt.Fprintf(stderr, "agorad model fetch: %v\n", err)
+		if !ok {
+			return exitUsage
+		}
+		return exitFailed
+	}
+	fmt.Fprintln(stdout, path)
+	return exitOK
+}

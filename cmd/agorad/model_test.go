@@ -1,0 +1,63 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/agora/agorad/transcribe"
+)
+
+func TestModelFetch(t *testing.T) {
+	body := []byte("lmgg model bytes")
+	sum := sha256.Sum256(body)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/m.bin" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write(body)
+	}))
+	defer srv.Close()
+	saved := transcribe.Catalog
+	transcribe.Catalog = append(append([]transcribe.CatalogEntry(nil), saved...),
+		transcribe.CatalogEntry{Name: "t-ok", Kind: "whisper", File: "t-ok.bin", URL: srv.URL + "/m.bin", SHA256: hex.EncodeToString(sum[:])},
+		transcribe.CatalogEntry{Name: "t-gone", Kind: "whisper", File: "t-gone.bin", URL: srv.URL + "/gone.bin", SHA256: hex.EncodeToString(sum[:])},
+	)
+	t.Cleanup(func() { transcribe.Catalog = saved })
+
+	dir := t.TempDir()
+	tests := []struct {
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{[]string{"t-ok", "--dir", dir}, exitOK, filepath.Join(dir, "t-ok.bin"), "fetching t-ok.bin"},
+		{[]string{"--dir", dir, "t-ok"}, exitOK, filepath.Join(dir, "t-ok.bin"), ""},
+		{[]string{"t-gone", "--dir", dir}, exitFailed, "", "404"},
+		{[]string{"nonsense", "--dir", dir}, exitUsage, "", `unknown model "nonsense"`},
+		{[]string{"--dir", dir}, exitUsage, "", "exactly one model NAME"},
+		{[]string{"t-ok", "t-gone"}, exitUsage, "", "exactly one model NAME"},
+	}
+	for _, tc := range tests {
+		var out, errOut bytes.Buffer
+		code := cmdModelFetch(context.Background(), tc.args, &out, &errOut, srv.Client())
+		if code != tc.code || !strings.Contains(out.String(), tc.stdout) || !strings.Contains(errOut.String(), tc.stderr) {
+			t.Errorf("model fetch %q: exit %d, stdout %q, stderr %q; want %d, %q, %q", tc.args, code, out.String(), errOut.String(), tc.code, tc.stdout, tc.stderr)
+		}
+	}
+	if got, err := os.ReadFile(filepath.Join(dir, "t-ok.bin")); err != nil || !bytes.Equal(got, body) {
+		t.Errorf("fetched file = %q, %v", got, err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "t-gone.bin")); err == nil {
+		t.Errorf("a failed fetch left a model file")
+	}
+}

@@ -1,0 +1,527 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/agora/agorad/audio"
+	"github.com/agora/agorad/audio/segment"
+	"github.com/agora/agorad/audio/testaudio"
+	"github.com/agora/agorad/audio/vad"
+	"github.com/agora/agorad/cmd/internal/control"
+	"github.com/agora/agorad/configs"
+	"github.com/agora/agorad/sync/brokertest"
+)
+
+// lockedBuffer collects the daemon's log while it runs.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+var (
+	agoractlOnce sync.Once
+	agoractlPath string
+	agoractlErr  error
+)
+
+// agoractl runs the real control tool binary against the daemon.
+func agoractl(t *testing.T, socket string, args ...string) (string, int) {
+	t.Helper()
+	agoractlOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "agoractl-bin")
+		if err != nil {
+			agoractlErr = err
+			return
+		}
+		agoractlPath = filepath.Join(dir, "agoractl")
+		out, err := exec.Command("go", "build", "-o", agoractlPath, "github.com/agora/agorad/cmd/agoractl").CombinedOutput()
+		if err != nil {
+			agoractlErr = fmt.Errorf("build agoractl: %v\n%s", err, out)
+		}
+	})
+	if agoractlErr != nil {
+		t.Fatal(agoractlErr)
+	}
+	cmd := exec.Command(agoractlPath, append([]string{"--socket", socket}, args...)...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	code := 0
+	if ee, ok := err.(*exec.ExitError); ok {
+		code = ee.ExitCode()
+	} else if err != nil {
+		t.Fatal(err)
+	}
+	return out.String(), code
+}
+
+func status(t *testing.T, socket string) control.Status {
+	t.Helper()
+	out, code := agoractl(t, socket, "--json", "status")
+	if code != 0 {
+		t.Fatalf("agoractl status: exit %d: %s", code, out)
+	}
+	var s control.Status
+	if err := json.Unmarshal([]byte(out), &s); err != nil {
+		t.Fatalf("agoractl --json status: %v: %s", err, out)
+	}
+	return s
+}
+
+// writeConfig writes cfg as the YAML file agorad run -c reads.
+func writeConfig(t *testing.T, cfg *configs.Config) string {
+	t.Helper()
+	b, err := yaml.Marshal(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := filepath.Join(t.TempDir(), "agorad.yaml")
+	if err := os.WriteFile(p, b, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func baseConfig(t *testing.T, brokerURL string) *configs.Config {
+	t.Helper()
+	dir := t.TempDir()
+	cfg := configs.Default()
+	cfg.DeviceID = "inspector-7"
+	cfg.StateDir = filepath.Join(dir, "state")
+	cfg.Control.Socket = filepath.Join(dir, "agorad.sock")
+	cfg.MQTT.Broker = brokerURL
+	cfg.MQTT.ReconnectMin = configs.Duration(100 * time.Millisecond)
+	cfg.MQTT.ReconnectMax = configs.Duration(500 * time.Millisecond)
+	cfg.Input.Source = "none"
+	cfg.Sounds.Enabled = false
+	cfg.Metrics.Listen = ""
+	cfg.Models.VAD = testaudio.Model(t, "for-tests-silero-v6.2.0-ggml.bin")
+	cfg.Models.Whisper = testaudio.Model(t, "for-tests-ggml-tiny.bin")
+	return cfg
+}
+
+type running struct {
+	cancel context.CancelFunc
+	done   chan int
+	log    *lockedBuffer
+	socket string
+}
+
+// startDaemon runs `agorad run -c FILE args...` in this process and waits
+// until its control socket answers.
+func startDaemon(t *testing.T, cfgPath, socket string, args ...string) *running {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	r := &running{cancel: cancel, done: make(chan int, 1), log: &lockedBuffer{}, socket: socket}
+	go func() {
+		r.done <- dispatch(ctx, append([]string{"run", "-c", cfgPath}, args...), io.Discard, r.log)
+	}()
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		if c, err := control.Dial(socket); err == nil {
+			c.Close()
+			break
+		}
+		select {
+		case code := <-r.done:
+			t.Fatalf("agorad run exited with %d before its socket answered:\n%s", code, r.log.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("agorad never answered on %s:\n%s", socket, r.log.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	t.Cleanup(func() { r.stop(t) })
+	return r
+}
+
+// stop ends the daemon as SIGTERM would and returns its exit code.
+func (r *running) stop(t *testing.T) int {
+	t.Helper()
+	r.cancel()
+	select {
+	case code, ok := <-r.done:
+		if ok {
+			close(r.done)
+		}
+		return code
+	case <-time.After(30 * time.Second):
+		t.Fatalf("agorad did not stop within 30s:\n%s", r.log.String())
+		return -1
+	}
+}
+
+// dataMessages keeps what the backend acts on: batches and utterances.
+func dataMessages(msgs []brokertest.Message) []map[string]any {
+	var out []map[string]any
+	for _, m := range msgs {
+		if !strings.HasSuffix(m.Topic, "/batches") && !strings.HasSuffix(m.Topic, "/utterances") {
+			continue
+		}
+		var v map[string]any
+		if json.Unmarshal(m.Payload, &v) == nil {
+			out = append(out, v)
+		}
+	}
+	return out
+}
+
+func describe(m map[string]any) string {
+	if m["type"] == "batch" {
+		var texts []string
+		for _, it := range m["items"].([]any) {
+			texts = append(texts, it.(map[string]any)["text"].(string))
+		}
+		return "batch[" + strings.Join(texts, "|") + "]"
+	}
+	return fmt.Sprint(m["text"])
+}
+
+// TestRunInspectionRoundWithAgoractl is the scripted round of the daemon
+// issue: notes in listen mode, "AGORA, ..." with a question, notes in
+// feedback mode, "AGORA luister", more notes; through the real agoractl,
+// the real daemon, a real mosquitto, and the earcons through PortAudio into
+// the ALSA file speaker.
+func TestRunInspectionRoundWithAgoractl(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: mosquitto, PortAudio, agoractl build")
+	}
+	mic := testaudio.NewVirtualMic(t, testaudio.Silence(200))
+	broker := brokertest.Start(t)
+	sub := broker.Subscribe(t, "agora/v1/inspector-7/#")
+	cfg := baseConfig(t, broker.URL())
+	cfg.Sounds = configs.Sounds{Enabled: true, Volume: 1, Device: "default"}
+	d := startDaemon(t, writeConfig(t, cfg), cfg.Control.Socket)
+
+	steps := []struct {
+		say      string
+		mode     string
+		buffered int
+	}{
+		{"Scheur in de balk bij as drie.", "listen", 1},
+		{"Roest aan de noordgevel.", "listen", 2},
+		{"AGORA, is deze scheur constructief?", "feedback", 0},
+		{"The beam at grid C is deflected.", "feedback", 0},
+		{"Wat is de volgende stap?", "feedback", 0},
+		{"AGORA luister", "listen", 0},
+		{"Vochtplek in het plafond.", "listen", 1},
+	}
+	for i, s := range steps {
+		if out, code := agoractl(t, d.socket, "say", s.say); code != 0 {
+			t.Fatalf("step %d: agoractl say %q: exit %d: %s", i, s.say, code, out)
+		}
+		st := status(t, d.socket)
+		if st.Mode != s.mode || st.Buffered != s.buffered || st.DeviceID != "inspector-7" {
+			t.Errorf("step %d %q: status mode=%s buffered=%d device=%s; want mode=%s buffered=%d", i, s.say, st.Mode, st.Buffered, st.DeviceID, s.mode, s.buffered)
+		}
+	}
+	want := []string{
+		"batch[Scheur in de balk bij as drie.|Roest aan de noordgevel.]",
+		"is deze scheur constructief?",
+		"The beam at grid C is deflected.",
+		"Wat is de volgende stap?",
+	}
+	msgs, _ := sub.WaitFor(20*time.Second, func(m []brokertest.Message) bool { return len(dataMessages(m)) >= len(want) })
+	time.Sleep(500 * time.Millisecond) // anything extra (the last listen note) would arrive by now
+	got := dataMessages(sub.Messages())
+	var gotDesc []string
+	lastSeq := -1.0
+	ids := map[string]bool{}
+	for _, m := range got {
+		gotDesc = append(gotDesc, describe(m))
+		if seq := m["seq"].(float64); seq <= lastSeq {
+			t.Errorf("seq %v after %v: not increasing", seq, lastSeq)
+		} else {
+			lastSeq = seq
+		}
+		ids[m["id"].(string)] = true
+		if m["device_id"] != "inspector-7" || m["offline"] != false {
+			t.Errorf("message %s: device_id=%v offline=%v", describe(m), m["device_id"], m["offline"])
+		}
+	}
+	if strings.Join(gotDesc, "\n") != strings.Join(want, "\n") || len(ids) != len(got) {
+		t.Fatalf("backend received (%d msgs):\n%s\nwant:\n%s\n(all %d messages: %v)", len(got), strings.Join(gotDesc, "\n"), strings.Join(want, "\n"), len(msgs), msgs)
+	}
+	if b := got[0]; b["count"].(float64) != 2 || b["context"].(map[string]any)["messageCount"].(float64) != 2 {
+		t.Errorf("batch count/context: %v %v", b["count"], b["context"])
+	}
+	if code := d.stop(t); code != 0 {
+		t.Fatalf("agorad exit %d after SIGTERM-equivalent:\n%s", code, d.log.String())
+	}
+
+	// The earcons went through PortAudio into the ALSA file speaker.
+	played := mic.Played(t)
+	lags := map[string]int{}
+	for _, name := range []string{"stored", "feedback_on", "listen_on"} {
+		clip, err := audio.Earcon(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		lag, corr := testaudio.Find(clip, played)
+		if corr < 0.9 {
+			t.Errorf("earcon %s not found in the %d played samples (best correlation %.2f)", name, len(played), corr)
+		}
+		lags[name] = lag
+	}
+	if !(lags["stored"] < lags["feedback_on"] && lags["feedback_on"] < lags["listen_on"]) {
+		t.Errorf("earcons out of order: %v (want stored, feedback_on, listen_on)", lags)
+	}
+}
+
+// TestRunRestartKeepsModeAndBuffer: the daemon starts and buffers with no
+// broker; a restart keeps the mode and the listen buffer; when the broker
+// appears, what was produced offline arrives marked offline.
+func TestRunRestartKeepsModeAndBuffer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: mosquitto, agoractl build")
+	}
+	broker := brokertest.Start(t)
+	broker.Stop() // the port stays ours; the device starts with no broker
+	cfg := baseConfig(t, broker.URL())
+	path := writeConfig(t, cfg)
+
+	d := startDaemon(t, path, cfg.Control.Socket)
+	for _, s := range []string{"note one", "note two"} {
+		if out, code := agoractl(t, d.socket, "say", s); code != 0 {
+			t.Fatalf("say: %d %s", code, out)
+		}
+	}
+	if st := status(t, d.socket); st.Online || st.Buffered != 2 {
+		t.Fatalf("before restart: %+v", st)
+	}
+	if code := d.stop(t); code != 0 {
+		t.Fatalf("exit %d", code)
+	}
+
+	d = startDaemon(t, path, cfg.Control.Socket)
+	if st := status(t, d.socket); st.Mode != "listen" || st.Buffered != 2 {
+		t.Fatalf("after restart: mode %s buffered %d, want listen 2", st.Mode, st.Buffered)
+	}
+	out, _ := agoractl(t, d.socket, "buffer", "list")
+	if !strings.Contains(out, "note one") || !strings.Contains(out, "note two") {
+		t.Fatalf("buffer list after restart:\n%s", out)
+	}
+	agoractl(t, d.socket, "say", "AGORA what now?")
+	if st := status(t, d.socket); st.Mode != "feedback" || st.Outbox != 2 {
+		t.Fatalf("after wake offline: mode %s outbox %d, want feedback 2", st.Mode, st.Outbox)
+	}
+	d.stop(t)
+
+	d = startDaemon(t, path, cfg.Control.Socket)
+	if st := status(t, d.socket); st.Mode != "feedback" || st.Outbox != 2 {
+		t.Fatalf("second restart: mode %s outbox %d", st.Mode, st.Outbox)
+	}
+	broker.Start()
+	sub := broker.Subscribe(t, "agora/v1/inspector-7/+")
+	agoractl(t, d.socket, "status") // nudge nothing: the uplink reconnects by itself
+	msgs, ok := sub.WaitFor(30*time.Second, func(m []brokertest.Message) bool { return len(dataMessages(m)) >= 2 })
+	got := dataMessages(msgs)
+	if !ok || len(got) != 2 || describe(got[0]) != "batch[note one|note two]" || describe(got[1]) != "what now?" {
+		t.Fatalf("after the broker came back (ok=%v): %v", ok, got)
+	}
+	for _, m := range got {
+		if m["offline"] != true {
+			t.Errorf("%s: offline=%v, want true (produced while the broker was down)", describe(m), m["offline"])
+		}
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for status(t, d.socket).Outbox != 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if st := status(t, d.socket); st.Outbox != 0 || !st.Online {
+		t.Fatalf("outbox not drained / not online: %+v", st)
+	}
+}
+
+// TestRunRejectsBadInput: bad config, bad input file, daemon not running:
+// each a clear message naming what was wrong, and a non-zero exit.
+func TestRunRejectsBadInput(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	notAudio := write("notes.wav", "this is not a wav file\n")
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantMsg  []string
+	}{
+		{"unknown field", []string{"-c", write("a.yaml", "mqtt:\n  brokr: tcp://x:1883\n")}, 2, []string{"mqtt.brokr"}},
+		{"bad value", []string{"-c", write("b.yaml", "sounds:\n  volume: 3\n")}, 2, []string{"sounds.volume"}},
+		{"bad broker flag", []string{"--broker", "localhost:1883", "--state-dir", dir, "--socket", filepath.Join(dir, "s.sock")}, 2, []string{"mqtt.broker"}},
+		{"missing config", []string{"-c", filepath.Join(dir, "nope.yaml")}, 2, []string{"nope.yaml"}},
+		{"missing input file", []string{"--input", filepath.Join(dir, "missing.wav"), "--state-dir", dir}, 2, []string{"missing.wav"}},
+		{"stray argument", []string{"extra"}, 2, []string{"extra"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			code := dispatch(context.Background(), append([]string{"run"}, tt.args...), io.Discard, &stderr)
+			if code != tt.wantCode {
+				t.Errorf("exit %d, want %d; stderr:\n%s", code, tt.wantCode, stderr.String())
+			}
+			for _, m := range tt.wantMsg {
+				if !strings.Contains(stderr.String(), m) {
+					t.Errorf("stderr does not name %q:\n%s", m, stderr.String())
+				}
+			}
+		})
+	}
+
+	t.Run("non-audio input file", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("loads the whisper test model")
+		}
+		cfg := baseConfig(t, "tcp://127.0.0.1:1")
+		var stderr lockedBuffer
+		code := dispatch(context.Background(), []string{"run", "-c", writeConfig(t, cfg), "--input", notAudio, "--drain-timeout", "1s"}, io.Discard, &stderr)
+		if code == 0 || !strings.Contains(stderr.String(), "notes.wav") {
+			t.Fatalf("exit %d, want non-zero naming notes.wav:\n%s", code, stderr.String())
+		}
+	})
+	t.Run("daemon not running", func(t *testing.T) {
+		out, code := agoractl(t, filepath.Join(dir, "nobody.sock"), "status")
+		if code != 1 || !strings.Contains(out, "not running") || !strings.Contains(out, "nobody.sock") {
+			t.Fatalf("agoractl with no daemon: exit %d: %s", code, out)
+		}
+	})
+}
+
+func freeLoopback(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().String()
+}
+
+func metricValue(t *testing.T, addr, name string) float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	for _, line := range strings.Split(string(b), "\n") {
+		if strings.HasPrefix(line, name+" ") {
+			v, err := strconv.ParseFloat(strings.TrimSpace(strings.TrimPrefix(line, name)), 64)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return v
+		}
+	}
+	t.Fatalf("metric %s not in /metrics", name)
+	return 0
+}
+
+// TestRunAudioThroughVirtualMic: speech played through the ALSA file
+// microphone reaches whisper once per utterance (none on the silence around
+// it), and agoractl status and /metrics both show it. With a real model named
+// in AGORAD_TEST_WHISPER_MODEL the text is checked too.
+func TestRunAudioThroughVirtualMic(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: PortAudio capture, Silero, whisper")
+	}
+	jfk, err := audio.ReadFile(testaudio.Clip(t, "fw_jfk.wav"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	speech := testaudio.Concat(testaudio.Silence(1000), jfk, testaudio.Silence(2000),
+		testaudio.Speak(t, "nl", "De balk bij as drie vertoont een scheur."), testaudio.Silence(2000))
+
+	// The truth: how many utterances the same segmenter finds in the same audio.
+	det, err := vad.Open(testaudio.Model(t, "for-tests-silero-v6.2.0-ggml.bin"), vad.Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seg, err := segment.New(det, segment.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	us, err := seg.Push(audio.Chunk{Samples: speech, Time: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	us = append(us, seg.Flush()...)
+	det.Close()
+	want := len(us)
+	if want < 2 {
+		t.Fatalf("segmenter found %d utterances in the test speech; the test needs several", want)
+	}
+
+	testaudio.NewVirtualMic(t, speech)
+	cfg := baseConfig(t, "tcp://127.0.0.1:1") // no broker: the device still works
+	cfg.Input.Source = "default"
+	cfg.Input.HandsFree = true
+	cfg.Transcribe.Threads = 2
+	cfg.Metrics.Listen = freeLoopback(t)
+	realModel := os.Getenv("AGORAD_TEST_WHISPER_MODEL")
+	if realModel != "" {
+		cfg.Models.Whisper = realModel
+		cfg.Transcribe.Language = "auto"
+	}
+	d := startDaemon(t, writeConfig(t, cfg), cfg.Control.Socket)
+
+	deadline := time.Now().Add(3 * time.Minute)
+	for status(t, d.socket).Transcriptions < uint64(want) && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	time.Sleep(2 * time.Second) // an extra call on the trailing silence would show by now
+	st := status(t, d.socket)
+	if st.Transcriptions != uint64(want) {
+		t.Fatalf("whisper ran %d times, want %d (one per utterance, none on silence)\n%s", st.Transcriptions, want, d.log.String())
+	}
+	if calls := metricValue(t, cfg.Metrics.Listen, "agorad_whisper_calls_total"); calls != float64(want) {
+		t.Errorf("agorad_whisper_calls_total = %v, want %d", calls, want)
+	}
+	if st.Model != filepath.Base(cfg.Models.Whisper) {
+		t.Errorf("status model %q, want %q", st.Model, filepath.Base(cfg.Models.Whisper))
+	}
+	if realModel == "" {
+		t.Logf("text not checked: AGORAD_TEST_WHISPER_MODEL names no real whisper model (the shared test models have no weights and transcribe to empty text)")
+		return
+	}
+	out, _ := agoractl(t, d.socket, "buffer", "export")
+	if !strings.Contains(strings.ToLower(out), "ask not what your country") {
+		t.Errorf("listen buffer lacks the jfk sentence:\n%s", out)
+	}
+}

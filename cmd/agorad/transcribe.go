@@ -1,0 +1,260 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/agora/agorad/audio"
+	"github.com/agora/agorad/audio/segment"
+	"github.com/agora/agorad/audio/vad"
+	"github.com/agora/agorad/transcribe"
+	"github.com/agora/agorad/wake"
+)
+
+// Default models of `agorad transcribe`. The VAD is tried under its catalog
+// name first, then under the name of the identical copy in shared/models.
+var (
+	defaultWhisperModel = "base"
+	defaultVADModels    = []string{"silero-v6.2.0", "for-tests-silero-v6.2.0-ggml.bin"}
+)
+
+// utteranceTranscriber is what the command needs from transcribe.Transcriber.
+type utteranceTranscriber interface {
+	Transcribe(ctx context.Context, samples []float32) (transcribe.Result, error)
+	Close() error
+}
+
+// prober is a voice activity detector the segmenter can own.
+type prober interface {
+	segment.Prober
+	Close() error
+}
+
+// pipeline builds the components `agorad transcribe` runs; tests swap in fakes.
+type pipeline interface {
+	Resolve(kind, name, path string) (string, error)
+	Transcriber(opts transcribe.Options) (utteranceTranscriber, error)
+	VAD(path string) (prober, error)
+}
+
+type realPipeline struct{}
+
+func (realPipeline) Resolve(kind, name, path string) (string, error) {
+	return transcribe.ResolveModel(kind, name, path)
+}
+
+func (realPipeline) Transcriber(opts transcribe.Options) (utteranceTranscriber, error) {
+	return transcribe.New(opts)
+}
+
+func (realPipeline) VAD(path string) (prober, error) { return vad.Open(path, vad.Options{}) }
+
+// utteranceJSON is one line of `agorad transcribe` output.
+type utteranceJSON struct {
+	File         string    `json:"file"`
+	StartMS      int64     `json:"start_ms"` // speech bounds in the file, padding excluded
+	EndMS        int64     `json:"end_ms"`
+	Text         string    `json:"text"`
+	Lang         string    `json:"lang"`
+	Confidence   float64   `json:"confidence"`
+	ProcessingMS int64     `json:"processing_ms"`
+	Split        bool      `json:"split,omitempty"`    // cut by the maximum utterance length
+	Rejected     string    `json:"rejected,omitempty"` // why the hallucination guard dropped the text
+	Wake         *wakeJSON `json:"wake,omitempty"`
+}
+
+type wakeJSON struct {
+	Action    wake.Action `json:"action"`
+	Remainder string      `json:"remainder"`
+	Before    string      `json:"before,omitempty"`
+}
+
+// cmdTranscribe runs each file through the daemon's pipeline (decode,
+// segment with the Silero VAD, whisper, wake rules) and writes one JSON
+// object per utterance. A file that fails is reported on stderr and the
+// others are still done (exit 1); a usage or model problem exits 2.
+func cmdTranscribe(ctx context.Context, args []string, stdout, stderr io.Writer, p pipeline) int {
+	fs := flag.NewFlagSet("agorad transcribe", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	model := fs.String("model", defaultWhisperModel, "whisper model: catalog name (agorad model list) or path to a ggml .bin")
+	vadModel := fs.String("vad-model", "", "Silero VAD model: catalog name or path (default "+strings.Join(defaultVADModels, ", then ")+")")
+	lang := fs.String("lang", "auto", "language: nl, en or auto")
+	threads := fs.Int("threads", 0, "whisper threads (0: all cores)")
+	prompt := fs.String("prompt", "", `initial prompt for whisper (default "`+transcribe.DefaultInitialPrompt+`"; "-" for none)`)
+	verbose := fs.Bool("v", false, "log debug details (whisper's own logging included) on stderr")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: agorad transcribe [flags] FILE...\n\nWrites one JSON object per utterance on stdout.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return usageCode(err)
+	}
+	files := fs.Args()
+	if len(files) == 0 {
+		fmt.Fprintln(stderr, "agorad transcribe: no input files")
+		fs.Usage()
+		return exitUsage
+	}
+	switch *lang {
+	case "nl", "en", "auto":
+	default:
+		fmt.Fprintf(stderr, "agorad transcribe: --lang %q: want nl, en or auto\n", *lang)
+		return exitUsage
+	}
+	if *threads < 0 {
+		fmt.Fprintf(stderr, "agorad transcribe: --threads %d: want 0 or more\n", *threads)
+		return exitUsage
+	}
+	level := slog.LevelWarn
+	if *verbose {
+		level = slog.LevelDebug
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
+
+	whisperPath, err := resolveFlag(p, "whisper", *model)
+	if err != nil {
+		fmt.Fprintf(stderr, "agorad transcribe: %v\n", err)
+		return exitUsage
+	}
+	vadPath, err := resolveVAD(p, *vadModel)
+	if err != nil {
+		fmt.Fprintf(stderr, "agorad transcribe: %v\n", err)
+		return exitUsage
+	}
+	rules, err := wake.New(wake.DefaultConfig())
+	if err != nil {
+		fmt.Fprintf(stderr, "agorad transcribe: %v\n", err)
+		return exitUsage
+	}
+	// The transcriber first: it routes whisper/ggml logging (the VAD's too) to slog.
+	tr, err := p.Transcriber(transcribe.Options{ModelPath: whisperPath, Language: *lang, Threads: *threads, InitialPrompt: *prompt, Logger: logger})
+	if err != nil {
+		fmt.Fprintf(stderr, "agorad transcribe: %v\n", err)
+		return exitUsage
+	}
+	defer tr.Close()
+	det, err := p.VAD(vadPath)
+	if err != nil {
+		fmt.Fprintf(stderr, "agorad transcribe: %v\n", err)
+		return exitUsage
+	}
+	defer det.Close()
+
+	enc := json.NewEncoder(stdout)
+	enc.SetEscapeHTML(false)
+	code := exitOK
+	for _, file := range files {
+		if err := transcribeFile(ctx, file, det, tr, rules, enc); err != nil {
+			fmt.Fprintf(stderr, "agorad transcribe: %v\n", err)
+			code = exitFailed
+			if ctx.Err() != nil {
+				break
+			}
+		}
+	}
+	return code
+}
+
+// resolveFlag treats a value that names an existing file or contains a path
+// separator as a path, anything else as a model name.
+func resolveFlag(p pipeline, kind, value string) (string, error) {
+	if strings.ContainsRune(value, os.PathSeparator) || strings.ContainsRune(value, '/') {
+		return p.Resolve(kind, value, value)
+	}
+	if st, err := os.Stat(value); err == nil && !st.IsDir() {
+		return p.Resolve(kind, value, value)
+	}
+	return p.Resolve(kind, value, "")
+}
+
+func resolveVAD(p pipeline, value string) (string, error) {
+	if value != "" {
+		return resolveFlag(p, "vad", value)
+	}
+	var first error
+	for _, name := range defaultVADModels {
+		path, err := p.Resolve("vad", name, "")
+		if err == nil {
+			return path, nil
+		}
+		if first == nil {
+			first = err
+		}
+	}
+	return "", first
+}
+
+// transcribeFile runs one file through the pipeline. Utterances already
+// written stay written when a later one fails.
+func transcribeFile(ctx context.Context, file string, det prober, tr utteranceTranscriber, rules *wake.Rules, enc *json.Encoder) error {
+	samples, err := audio.ReadFile(file)
+	if err != nil {
+		if !strings.Contains(err.Error(), file) {
+			err = fmt.Errorf("%s: %w", file, err)
+		}
+		return err
+	}
+	det.Reset() // each file is its own stream
+	seg, err := segment.New(det, segment.DefaultConfig())
+	if err != nil {
+		return fmt.Errorf("%s: segmenter: %w", file, err)
+	}
+	emit := func(utts []segment.Utterance) error {
+		for _, u := range utts {
+			res, err := tr.Transcribe(ctx, u.Samples)
+			if err != nil {
+				return fmt.Errorf("%s: utterance at %s: %w", file, msDuration(u.SpeechStart), err)
+			}
+			out := utteranceJSON{
+				File:         file,
+				StartMS:      u.SpeechStart * 1000 / audio.SampleRate,
+				EndMS:        u.SpeechEnd * 1000 / audio.SampleRate,
+				Text:         res.Text,
+				Lang:         res.Lang,
+				Confidence:   math.Round(res.Confidence*1000) / 1000,
+				ProcessingMS: res.ProcessingTime.Milliseconds(),
+				Split:        u.Split,
+				Rejected:     res.Rejected,
+			}
+			if m := rules.Match(res.Text); m.Action != wake.None {
+				out.Wake = &wakeJSON{Action: m.Action, Remainder: m.Remainder, Before: m.Before}
+			}
+			if err := enc.Encode(out); err != nil {
+				return fmt.Errorf("write result: %w", err)
+			}
+		}
+		return nil
+	}
+	src := audio.NewSliceSource(samples, 0, time.Now())
+	defer src.Close()
+	for {
+		c, err := src.Read(ctx)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return fmt.Errorf("%s: read: %w", file, err)
+		}
+		utts, err := seg.Push(c)
+		if err != nil {
+			return fmt.Errorf("%s: segment: %w", file, err)
+		}
+		if err := emit(utts); err != nil {
+			return err
+		}
+	}
+	return emit(seg.Flush())
+}
+
+func msDuration(offset int64) time.Duration {
+	return time.Duration(offset) * time.Second / audio.SampleRate
+}
