@@ -350,7 +350,7 @@ func TestReloadableDiff(t *testing.T) {
 			c.Sounds.Volume = 0.1
 			c.Wake.Words = []string{"agora", "agorah"}
 		}, []string{"wake.words", "sounds.volume"}, nil},
-		{"reconnect", func(c *Config) { c.MQTT.ReconnectMax = Duration(time.Minute) }, []string{"mqtt.reconnect_max"}, nil},
+		{"reconnect", func(c *Config) { c.MQTT.ReconnectMax = Duration(time.Minute) }, nil, []string{"mqtt.reconnect_max"}},
 		{"broker and model", func(c *Config) {
 			c.MQTT.Broker = "tcp://other:1883"
 			c.Models.Whisper = "small"

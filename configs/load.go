@@ -321,8 +321,6 @@ var reloadable = map[string]bool{
 	"sounds.device":      true,
 	"wake.words":         true,
 	"wake.listen_words":  true,
-	"mqtt.reconnect_min": true,
-	"mqtt.reconnect_max": true,
 }
 
 // Reloadable reports whether a SIGHUP may apply a change of the field path.

@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -523,5 +524,71 @@ func TestRunAudioThroughVirtualMic(t *testing.T) {
 	out, _ := agoractl(t, d.socket, "buffer", "export")
 	if !strings.Contains(strings.ToLower(out), "ask not what your country") {
 		t.Errorf("listen buffer lacks the jfk sentence:\n%s", out)
+	}
+}
+
+// TestRunFullDisk: with the state directory on a small tmpfs filled up, a
+// new note is refused with a clear error, the daemon keeps running and
+// answering, nothing stored before is lost, and notes are accepted again
+// once space returns.
+func TestRunFullDisk(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: tmpfs, agoractl build")
+	}
+	mnt := t.TempDir()
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=96m", "tmpfs", mnt).CombinedOutput(); err != nil {
+		t.Skipf("cannot mount a tmpfs for the full-disk test (needs root or CAP_SYS_ADMIN): %v: %s", err, out)
+	}
+	t.Cleanup(func() { exec.Command("umount", "-l", mnt).Run() })
+
+	cfg := baseConfig(t, "tcp://127.0.0.1:1")
+	cfg.StateDir = filepath.Join(mnt, "state")
+	d := startDaemon(t, writeConfig(t, cfg), cfg.Control.Socket)
+	for _, s := range []string{"before one", "before two"} {
+		if out, code := agoractl(t, d.socket, "say", s); code != 0 {
+			t.Fatalf("say %q: %d %s", s, code, out)
+		}
+	}
+
+	// Leave less free space than the store keeps in reserve for Badger.
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(mnt, &st); err != nil {
+		t.Fatal(err)
+	}
+	free := int64(st.Bavail) * st.Bsize
+	ballast := filepath.Join(mnt, "ballast")
+	if err := os.WriteFile(ballast, make([]byte, free-4<<20), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code := agoractl(t, d.socket, "say", "refused note")
+	if code == 0 || !strings.Contains(strings.ToLower(out), "disk full") {
+		t.Fatalf("say on a full disk: exit %d: %s; want a non-zero exit saying the disk is full", code, out)
+	}
+	if s := status(t, d.socket); s.Buffered != 2 || s.Refused == 0 {
+		t.Fatalf("status on a full disk: buffered %d refused %d; want 2 and a counted refusal", s.Buffered, s.Refused)
+	}
+
+	if err := os.Remove(ballast); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		out, code = agoractl(t, d.socket, "say", "after space returned")
+		if code == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("notes still refused after space returned: %s\n%s", out, d.log.String())
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	out, _ = agoractl(t, d.socket, "buffer", "list")
+	for _, want := range []string{"before one", "before two", "after space returned"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("buffer list lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "refused note") {
+		t.Errorf("the refused note was stored after all:\n%s", out)
 	}
 }

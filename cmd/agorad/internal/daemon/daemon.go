@@ -273,7 +273,9 @@ func (d *Daemon) run(ctx context.Context) (int, error) {
 	svc.Go(func() error { d.refreshGauges(svcCtx); return nil })
 	svc.Go(func() error { d.reloadLoop(svcCtx); return nil })
 	svc.Go(func() error {
-		return sdnotify.Watchdog(svcCtx, func() error { return nil }, d.log)
+		// No watchdog ping while the store does not answer: systemd then
+		// restarts a daemon that can no longer keep what it hears.
+		return sdnotify.Watchdog(svcCtx, func() error { _, err := d.store.ListenCount(); return err }, d.log)
 	})
 
 	speechCtx, stopSpeech := context.WithCancel(ctx)
@@ -663,8 +665,12 @@ func (d *Daemon) watchOnline(ctx context.Context) {
 func (d *Daemon) refreshGauges(ctx context.Context) {
 	t := time.NewTicker(2 * time.Second)
 	defer t.Stop()
+	var reconnects uint64
 	for {
 		d.updateGauges()
+		for n := d.up.Stats().Reconnects; reconnects < n; reconnects++ {
+			d.met.Reconnect()
+		}
 		select {
 		case <-ctx.Done():
 			return
@@ -738,6 +744,7 @@ func (d *Daemon) reload() {
 		switch {
 		case f == "log.level" && d.opts.LevelVar != nil:
 			d.opts.LevelVar.Set(next.Log.SlogLevel())
+			d.cfg.Log.Level = next.Log.Level
 		case strings.HasPrefix(f, "wake."):
 			r, err := wake.New(next.Wake.Rules())
 			if err != nil {
@@ -747,12 +754,15 @@ func (d *Daemon) reload() {
 			d.rulesMu.Lock()
 			d.rules = r
 			d.rulesMu.Unlock()
+			d.cfg.Wake = next.Wake
 		case strings.HasPrefix(f, "sounds."):
 			d.sounds.Configure(next.Sounds)
+			d.cfg.Sounds = next.Sounds
 		case f == "mode":
 			if _, err := d.router.SetMode(context.Background(), next.Mode); err != nil {
 				d.log.Error("reload: mode", "err", err)
 			}
+			d.cfg.Mode = next.Mode
 		}
 	}
 	d.log.Info("configuration reloaded", "applied", changed, "need_restart", restart)

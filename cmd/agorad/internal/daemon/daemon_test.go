@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"gopkg.in/yaml.v3"
+
 	"github.com/agora/agorad/audio"
 	"github.com/agora/agorad/audio/testaudio"
 	"github.com/agora/agorad/buffer"
@@ -19,6 +21,7 @@ import (
 	"github.com/agora/agorad/configs"
 	"github.com/agora/agorad/sync/brokertest"
 	"github.com/agora/agorad/transcribe"
+	"github.com/agora/agorad/wake"
 )
 
 // scriptedSource hands out chunks only when the test releases them and says
@@ -274,5 +277,62 @@ func TestJournaledAudioIsTranscribedOnStart(t *testing.T) {
 	}
 	if calls := whisper.snapshot(); len(calls) != 1 || len(calls[0]) != len(speech) {
 		t.Fatalf("whisper calls %d, want 1 with the %d journaled samples", len(calls), len(speech))
+	}
+}
+
+// TestReloadAppliesSafeChanges: SIGHUP (the Reload channel) applies a new
+// wake word from the file at once; a broken file is rejected and the running
+// configuration kept.
+func TestReloadAppliesSafeChanges(t *testing.T) {
+	cfg := testConfig(t, "tcp://127.0.0.1:1")
+	cfg.Input.Source = "none"
+	path := filepath.Join(t.TempDir(), "agorad.yaml")
+	write := func(c *configs.Config) {
+		b, err := yaml.Marshal(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(cfg)
+	reload := make(chan struct{}, 1)
+	d, _, err := newDaemon(Options{Config: cfg, ConfigPath: path, DrainTimeout: time.Second, Version: "test",
+		Logger: slog.New(slog.DiscardHandler), Reload: reload, Transcriber: &recordingTranscriber{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { d.run(ctx); d.close(); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	if m := d.match("Computer, wat nu?"); m.Action != wake.None {
+		t.Fatalf("before reload: %q is already a wake word", "computer")
+	}
+	if err := os.WriteFile(path, []byte("sounds:\n  volume: 7\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	reload <- struct{}{}
+	time.Sleep(200 * time.Millisecond)
+	if m := d.match("agora, wat nu?"); m.Action != wake.Feedback {
+		t.Fatal("a rejected reload changed the running wake rules")
+	}
+
+	next := *cfg
+	next.Wake.Words = []string{"agora", "computer"}
+	write(&next)
+	reload <- struct{}{}
+	deadline := time.Now().Add(5 * time.Second)
+	for d.match("Computer, wat nu?").Action != wake.Feedback {
+		if time.Now().After(deadline) {
+			t.Fatal("reload did not apply the new wake word")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	out, err := d.router.Handle(context.Background(), Heard{Text: "Computer, wat nu?", Source: "typed"})
+	if err != nil || out.ModeAfter != ModeFeedback || out.Sent != 1 {
+		t.Fatalf("after reload: %+v, %v; want feedback with the command queued", out, err)
 	}
 }
