@@ -314,13 +314,13 @@ func leaves(c *Config) map[string]any {
 // matters at the first start (the persisted mode wins), so changing it needs
 // nothing applied.
 var reloadable = map[string]bool{
-	"mode":               true,
-	"log.level":          true,
-	"sounds.enabled":     true,
-	"sounds.volume":      true,
-	"sounds.device":      true,
-	"wake.words":         true,
-	"wake.listen_words":  true,
+	"mode":              true,
+	"log.level":         true,
+	"sounds.enabled":    true,
+	"sounds.volume":     true,
+	"sounds.device":     true,
+	"wake.words":        true,
+	"wake.listen_words": true,
 }
 
 // Reloadable reports whether a SIGHUP may apply a change of the field path.
