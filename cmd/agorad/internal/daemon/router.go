@@ -48,8 +48,8 @@ type Heard struct {
 	Confidence float64
 	StartedAt  time.Time
 	Duration   time.Duration
-	Source     string // "mic", "ptt", "typed", "file:<name>"
-	AudioID    string // journal entry to release once the text is stored
+	Source     string // "mic", "ptt", "typed", "file:<name>", "journal"
+	AudioID    string // journal entry of the audio; released when the text is stored
 }
 
 // Outcome says what the router did with one Heard, for status, metrics and tests.
@@ -209,6 +209,9 @@ func (r *Router) Handle(ctx context.Context, h Heard) (out Outcome, err error) {
 	if out.Stored > 0 && out.Sent == 0 && out.Wake == wake.None {
 		r.play("stored")
 	}
+	if out.Stored+out.Sent > 0 {
+		return out, nil // the store released the journal entry with the text
+	}
 	return out, r.release(h.AudioID)
 }
 
@@ -223,6 +226,10 @@ func (r *Router) deliver(h Heard, text string, out *Outcome) error {
 		Text: text, Lang: h.Lang, Confidence: h.Confidence,
 		StartedAt: h.StartedAt, DurationMS: h.Duration.Milliseconds(),
 		Source: h.Source, Offline: !r.online(),
+		// The store removes (or, with audio retention "keep", retains) the
+		// journaled audio in the same transaction that stores the text, so
+		// a crash can neither lose the utterance nor transcribe it twice.
+		AudioID: h.AudioID,
 	}
 	if r.mode == ModeListen {
 		stored, err := r.store.AppendListen(rec)

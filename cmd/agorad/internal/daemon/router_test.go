@@ -6,6 +6,7 @@ import (
 	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/agora/agorad/buffer"
 	"github.com/agora/agorad/wake"
@@ -227,5 +228,53 @@ func TestRouterRejectsBadMode(t *testing.T) {
 	}
 	if _, err := NewRouter(RouterOptions{Store: st, DefaultMode: "chatty"}); err == nil {
 		t.Fatal("NewRouter with default mode chatty succeeded")
+	}
+}
+
+// TestRouterReleasesJournaledAudio: the journal entry of an utterance goes
+// away in the transaction that stores its text, or is kept as retained audio
+// under retention "keep"; audio that yields no text is dropped either way.
+func TestRouterReleasesJournaledAudio(t *testing.T) {
+	tests := []struct {
+		retention    string
+		text         string
+		wantRetained int
+		wantAudioID  bool
+	}{
+		{buffer.RetainDrop, "a note", 0, false},
+		{buffer.RetainKeep, "a note", 1, true},
+		{buffer.RetainDrop, "", 0, false},
+		{buffer.RetainKeep, "", 0, false},
+		{buffer.RetainKeep, "before agora after", 1, true}, // two records, one audio
+	}
+	for _, tt := range tests {
+		t.Run(tt.retention+"/"+tt.text, func(t *testing.T) {
+			st, err := buffer.Open(t.TempDir(), buffer.Options{AudioRetention: tt.retention})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			r := newTestRouter(t, st, nil, false)
+			id, err := st.JournalAudio(make([]float32, 1600), time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := r.Handle(context.Background(), Heard{Text: tt.text, AudioID: id}); err != nil {
+				t.Fatal(err)
+			}
+			stats, err := st.Stats()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stats.JournalPending != 0 || stats.AudioRetained != tt.wantRetained {
+				t.Fatalf("journal %d retained %d; want 0 and %d", stats.JournalPending, stats.AudioRetained, tt.wantRetained)
+			}
+			recs, _ := st.ListListen(0)
+			for _, rec := range recs {
+				if (rec.AudioID == id) != tt.wantAudioID {
+					t.Errorf("record %q audio id %q; want linked=%v", rec.Text, rec.AudioID, tt.wantAudioID)
+				}
+			}
+		})
 	}
 }
