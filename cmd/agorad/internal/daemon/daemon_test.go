@@ -336,3 +336,57 @@ func TestReloadAppliesSafeChanges(t *testing.T) {
 		t.Fatalf("after reload: %+v, %v; want feedback with the command queued", out, err)
 	}
 }
+
+// TestFileInputExitCodes: with a file as input the daemon processes it,
+// waits for the outbox to drain and exits 0; with no broker it gives up
+// after the drain timeout with ExitUndrained, and the entries stay stored
+// for the next start.
+func TestFileInputExitCodes(t *testing.T) {
+	broker := brokertest.Start(t)
+	speech := make([]float32, 3*audio.SampleRate)
+	for i := range speech[audio.SampleRate : 2*audio.SampleRate] {
+		speech[audio.SampleRate+i] = 0.3 * float32(math.Sin(float64(i)/4))
+	}
+	tests := []struct {
+		name   string
+		broker string
+		want   int
+	}{
+		{"drained", broker.URL(), ExitOK},
+		{"no broker", "tcp://127.0.0.1:1", ExitUndrained},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := testConfig(t, tt.broker)
+			cfg.Input.Source = "inspection.wav" // replaced by OpenSource; a file path makes it file input
+			cfg.Mode = ModeFeedback
+			// A tone is barely speech to Silero: low thresholds let it through
+			// as one utterance, which is all this test needs from the VAD.
+			cfg.Segment.VADOnset, cfg.Segment.VADOffset = 0.01, 0.005
+			whisper := &recordingTranscriber{text: "note from the recording"}
+			d, _, err := newDaemon(Options{Config: cfg, DrainTimeout: 700 * time.Millisecond, Version: "test", Logger: slog.New(slog.DiscardHandler),
+				Transcriber: whisper,
+				OpenSource: func(context.Context) (audio.Source, error) {
+					return audio.NewSliceSource(speech, 1600, time.Now()), nil
+				}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			code, err := d.run(context.Background())
+			n, _ := d.store.OutboxCount()
+			d.close()
+			if code != tt.want || err != nil {
+				t.Fatalf("exit %d (%v), want %d", code, err, tt.want)
+			}
+			if len(whisper.snapshot()) == 0 {
+				t.Fatal("the file reached whisper zero times")
+			}
+			if tt.want == ExitUndrained && n == 0 {
+				t.Fatal("undrained exit with an empty outbox")
+			}
+			if tt.want == ExitOK && n != 0 {
+				t.Fatalf("drained exit with %d entries left", n)
+			}
+		})
+	}
+}
