@@ -58,4 +58,9 @@ measure() { # name file-in-root file-outside
   c60=$(for i in $(seq "$RUNS"); do cpu "$work/silence60.wav"; done | median)
   c1=$(for i in $(seq "$RUNS"); do cpu "$work/silence1.wav"; done | median)
   printf 'silence: %.3f CPU-s for 59 s of audio = %.2f%% of one core at real time\n' "$(echo "$c60-$c1" | bc -l)" "$(echo "($c60-$c1)/59*100" | bc -l)"
+  # Peak memory (max RSS) of one whole run on jfk.wav, model included.
+  rss() { /usr/bin/time -f '%M' "$@" 2>&1 >/dev/null | tail -1; }
+  ra=$(rss "$AGORAD" transcribe --model "$MODEL" --vad-model "$VAD" --threads "$THREADS" --lang en "$JFK")
+  rw=$(rss chroot "$ROOT" whisper-cli -m /tmp/agorad-bench/model.bin -f /tmp/agorad-bench/jfk.wav -t "$THREADS" -l en -np)
+  printf 'peak RSS on jfk.wav: agorad %d MiB, whisper-cli %d MiB, agorad/whisper-cli %.2fx\n' $((ra/1024)) $((rw/1024)) "$(echo "$ra/$rw" | bc -l)"
 } | tee "$OUT/speechbench.txt"

@@ -200,7 +200,6 @@ func TestValidationNamesField(t *testing.T) {
 		{"language", func(c *Config) { c.Transcribe.Language = "de" }, "transcribe.language:"},
 		{"threads", func(c *Config) { c.Transcribe.Threads = -1 }, "transcribe.threads:"},
 		{"key code", func(c *Config) { c.Input.PTT.KeyCode = 0 }, "input.ptt.key_code:"},
-		{"ptt no device", func(c *Config) { c.Input.PTT.Enabled = true }, "input.ptt.evdev_device:"},
 		{"no capture trigger", func(c *Config) { c.Input.HandsFree = false }, "input.hands_free:"},
 		{"ptt only ok", func(c *Config) {
 			c.Input.HandsFree = false

@@ -65,9 +65,6 @@ func (c *Config) Validate() error {
 	if k := c.Input.PTT.KeyCode; k < 1 || k > 767 {
 		bad("input.ptt.key_code", "%d not in 1..767 (linux/input-event-codes.h)", k)
 	}
-	if c.Input.PTT.Enabled && strings.TrimSpace(c.Input.PTT.EvdevDevice) == "" {
-		bad("input.ptt.evdev_device", "is empty but input.ptt.enabled is true")
-	}
 	if !c.Input.HandsFree && !c.Input.PTT.Enabled && src != "none" {
 		bad("input.hands_free", "false needs input.ptt.enabled: true (otherwise nothing is ever captured)")
 	}

@@ -592,3 +592,42 @@ func TestRunFullDisk(t *testing.T) {
 		t.Errorf("the refused note was stored after all:\n%s", out)
 	}
 }
+
+// TestRunPushToTalkThroughAgoractl: with hands-free off, the microphone is
+// only listened to while push-to-talk is held: nothing reaches whisper until
+// `agoractl ptt down`, and one press and release is exactly one utterance.
+func TestRunPushToTalkThroughAgoractl(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: PortAudio capture, whisper")
+	}
+	jfk, err := audio.ReadFile(testaudio.Clip(t, "fw_jfk.wav"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	testaudio.NewVirtualMic(t, testaudio.Concat(jfk, jfk, jfk, jfk))
+	cfg := baseConfig(t, "tcp://127.0.0.1:1")
+	cfg.Input.Source = "default"
+	cfg.Input.HandsFree = false
+	cfg.Input.PTT = configs.PTT{Enabled: true, KeyCode: 164} // no evdev device: agoractl only
+	d := startDaemon(t, writeConfig(t, cfg), cfg.Control.Socket)
+
+	time.Sleep(time.Second) // the whole recording is captured (faster than real time) and ignored
+	if n := status(t, d.socket).Transcriptions; n != 0 {
+		t.Fatalf("%d transcriptions before any push-to-talk, want 0", n)
+	}
+	if out, code := agoractl(t, d.socket, "ptt", "down"); code != 0 {
+		t.Fatalf("ptt down: %d %s", code, out)
+	}
+	time.Sleep(300 * time.Millisecond)
+	if out, code := agoractl(t, d.socket, "ptt", "up"); code != 0 {
+		t.Fatalf("ptt up: %d %s", code, out)
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for status(t, d.socket).Transcriptions < 1 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	if n := status(t, d.socket).Transcriptions; n != 1 {
+		t.Fatalf("%d transcriptions after one press, want exactly 1\n%s", n, d.log.String())
+	}
+}

@@ -137,6 +137,9 @@ func (h *controlHandler) Flush(ctx context.Context) (control.FlushResult, error)
 }
 
 func (h *controlHandler) PTT(ctx context.Context, down bool) (control.PTTResult, error) {
+	if classifyInput(h.d.cfg.Input.Source) != inputDevice && h.d.opts.OpenSource == nil {
+		return control.PTTResult{}, fmt.Errorf("push-to-talk needs a microphone; input.source is %q", h.d.cfg.Input.Source)
+	}
 	h.d.pushToTalk(down)
 	return control.PTTResult{Down: down}, nil
 }
