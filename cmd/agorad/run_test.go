@@ -415,6 +415,18 @@ func TestRunRejectsBadInput(t *testing.T) {
 			t.Fatalf("exit %d, want non-zero naming notes.wav:\n%s", code, stderr.String())
 		}
 	})
+	t.Run("no such microphone", func(t *testing.T) {
+		if testing.Short() {
+			t.Skip("loads the whisper test model")
+		}
+		testaudio.NewVirtualMic(t, testaudio.Silence(100))
+		cfg := baseConfig(t, "tcp://127.0.0.1:1")
+		var stderr lockedBuffer
+		code := dispatch(context.Background(), []string{"run", "-c", writeConfig(t, cfg), "--input", "Jabra Evolve 9000"}, io.Discard, &stderr)
+		if code != 1 || !strings.Contains(stderr.String(), "Jabra Evolve 9000") {
+			t.Fatalf("exit %d, want 1 naming the missing device:\n%s", code, stderr.String())
+		}
+	})
 	t.Run("daemon not running", func(t *testing.T) {
 		out, code := agoractl(t, filepath.Join(dir, "nobody.sock"), "status")
 		if code != 1 || !strings.Contains(out, "not running") || !strings.Contains(out, "nobody.sock") {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -106,8 +107,6 @@ type Daemon struct {
 	pending sync.WaitGroup
 	refused atomic.Uint64
 	heard   atomic.Uint64 // whisper calls that returned
-	segMu   sync.Mutex
-	segStat segment.Stats
 }
 
 // job is one journaled utterance on its way to whisper.
@@ -255,17 +254,24 @@ func (d *Daemon) run(ctx context.Context) (int, error) {
 	defer stopServices()
 	svc, svcCtx := errgroup.WithContext(svcCtx)
 
+	// Both listeners first, so a port or socket in use fails the start
+	// before any goroutine runs.
+	var mln net.Listener
+	if cfg.Metrics.Listen != "" {
+		var err error
+		if mln, err = metrics.Listen(cfg.Metrics.Listen); err != nil {
+			return ExitFailure, fmt.Errorf("metrics: %w", err)
+		}
+	}
 	ln, err := control.Listen(cfg.Control.Socket)
 	if err != nil {
+		if mln != nil {
+			mln.Close()
+		}
 		return ExitFailure, fmt.Errorf("control socket: %w", err)
 	}
 	svc.Go(func() error { return control.Serve(svcCtx, ln, &controlHandler{d: d}) })
-
-	if cfg.Metrics.Listen != "" {
-		mln, err := metrics.Listen(cfg.Metrics.Listen)
-		if err != nil {
-			return ExitFailure, fmt.Errorf("metrics: %w", err)
-		}
+	if mln != nil {
 		svc.Go(func() error { return d.met.Serve(svcCtx, mln, d.health) })
 	}
 	svc.Go(func() error { return d.up.Run(svcCtx) })
@@ -331,9 +337,17 @@ func (d *Daemon) run(ctx context.Context) (int, error) {
 				}
 			}
 		case <-ctx.Done():
+		case <-svcCtx.Done(): // a service failed: stop, and let systemd restart us
 		}
 	} else {
-		<-ctx.Done()
+		// Until SIGTERM, or until a part fails (a microphone unplugged for
+		// good, the control socket gone): then stop with an error so that
+		// systemd restarts the daemon.
+		select {
+		case <-ctx.Done():
+		case <-svcCtx.Done():
+		case <-speechCtx.Done():
+		}
 	}
 
 	_ = sdnotify.Stopping()
@@ -474,9 +488,6 @@ func samplesDur(n int64) time.Duration { return time.Duration(n) * time.Second /
 func (d *Daemon) noteSegStats(s segment.Stats, last *segment.Stats) {
 	d.met.VADFrames(int(s.Gated-last.Gated), int(s.Probed-last.Probed))
 	*last = s
-	d.segMu.Lock()
-	d.segStat = s
-	d.segMu.Unlock()
 }
 
 func (d *Daemon) segmentConfig() segment.Config {
