@@ -229,10 +229,10 @@ func Open(dir string, opts Options) (*Store, error) {
 	g, ctx := errgroup.WithContext(ctx)
 	s.cancel, s.group = cancel, g
 	if o.Sync == SyncInterval {
-		g.Go(func() error { s.syncLoop(ctx); return nil })
+		g.Go(func() error { every(ctx, s.opts.SyncInterval, s.syncOnce); return nil })
 	}
 	if o.GCInterval > 0 {
-		g.Go(func() error { s.gcLoop(ctx); return nil })
+		g.Go(func() error { every(ctx, s.opts.GCInterval, s.RunGC); return nil })
 	}
 	return s, nil
 }
@@ -537,34 +537,27 @@ func (s *Store) noteErr(what string, err error) {
 	s.log.Error("store write failed", "what", what, "err", err)
 }
 
-func (s *Store) syncLoop(ctx context.Context) {
-	t := time.NewTicker(s.opts.SyncInterval)
+// every runs fn every d until ctx ends.
+func every(ctx context.Context, d time.Duration, fn func()) {
+	t := time.NewTicker(d)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			s.dbMu.RLock()
-			if s.db != nil {
-				if err := s.db.Sync(); err != nil {
-					s.log.Error("periodic sync", "err", err)
-				}
-			}
-			s.dbMu.RUnlock()
+			fn()
 		}
 	}
 }
 
-func (s *Store) gcLoop(ctx context.Context) {
-	t := time.NewTicker(s.opts.GCInterval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			s.RunGC()
+// syncOnce is the periodic fsync of sync policy "interval".
+func (s *Store) syncOnce() {
+	s.dbMu.RLock()
+	defer s.dbMu.RUnlock()
+	if s.db != nil {
+		if err := s.db.Sync(); err != nil {
+			s.log.Error("periodic sync", "err", err)
 		}
 	}
 }
