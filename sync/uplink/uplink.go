@@ -99,7 +99,7 @@ type Client struct {
 	onlineChanged chan bool
 	statusReq     chan struct{}
 	acks          chan []string // ids from ack commands
-	commands      chan protocol.Command
+	commands      chan inbound
 
 	mu       sync.Mutex
 	awaiting map[string]time.Time // batch id -> when published (BatchAckRequired)
@@ -150,7 +150,7 @@ func New(opts Options, outbox Outbox, handler CommandHandler) (*Client, error) {
 		onlineChanged: make(chan bool, 1),
 		statusReq:     make(chan struct{}, 1),
 		acks:          make(chan []string, 16),
-		commands:      make(chan protocol.Command, 64),
+		commands:      make(chan inbound, 64),
 		awaiting:      map[string]time.Time{},
 	}
 	if secure || opts.CAFile != "" || opts.CertFile != "" {
@@ -359,6 +359,10 @@ func (c *Client) connect(ctx context.Context) (paho.Client, <-chan error, error)
 		SetBinaryWill(protocol.Topic(c.opts.DeviceID, protocol.TopicStatus), will, 1, true).
 		SetStore(paho.NewMemoryStore()).
 		SetMessageChannelDepth(256).
+		// A command is acknowledged to the broker only once it has been
+		// carried out and its reply stored; a crash before that gets it
+		// redelivered by the persistent session (commands are idempotent).
+		SetAutoAckDisabled(true).
 		SetDefaultPublishHandler(c.onMessage). // session-queued commands may arrive before Subscribe returns
 		SetConnectionLostHandler(func(_ paho.Client, err error) {
 			select {
@@ -406,11 +410,18 @@ func wait(ctx context.Context, tok paho.Token, timeout time.Duration, lost <-cha
 // onMessage runs on paho's goroutine: validate, count, queue for
 // serveCommands. Blocking here holds back further inbound messages, which is
 // the back-pressure we want.
+// inbound is a valid command with the message to acknowledge once it is done.
+type inbound struct {
+	cmd protocol.Command
+	msg paho.Message
+}
+
 func (c *Client) onMessage(_ paho.Client, m paho.Message) {
 	cmd, err := protocol.ParseCommand(c.opts.DeviceID, m.Payload())
 	if err != nil {
 		c.rejected.Add(1)
 		c.log.Warn("rejected MQTT command", "topic", m.Topic(), "reason", err.Error(), "payload", protocol.Excerpt(m.Payload()))
+		m.Ack() // malformed stays malformed: redelivery would not help
 		return
 	}
 	c.commandsN.Add(1)
@@ -418,9 +429,10 @@ func (c *Client) onMessage(_ paho.Client, m paho.Message) {
 	stopped := c.stopped
 	c.mu.Unlock()
 	select {
-	case c.commands <- cmd:
+	case c.commands <- inbound{cmd, m}:
 	case <-stopped:
-		c.log.Warn("MQTT command dropped at shutdown", "id", cmd.ID, "type", cmd.Type)
+		// Not acknowledged: the broker redelivers it to the next session.
+		c.log.Warn("MQTT command left for redelivery at shutdown", "id", cmd.ID, "type", cmd.Type)
 	}
 }
 
@@ -429,23 +441,32 @@ func (c *Client) serveCommands(ctx context.Context) {
 		select {
 		case <-ctx.Done():
 			return
-		case cmd := <-c.commands:
-			c.handleCommand(ctx, cmd)
+		case in := <-c.commands:
+			if c.handleCommand(ctx, in.cmd) {
+				in.msg.Ack()
+			}
 		}
 	}
 }
 
-func (c *Client) handleCommand(ctx context.Context, cmd protocol.Command) {
+// handleCommand carries out cmd and stores its reply; false when it could
+// not, so the command is not acknowledged and comes back.
+func (c *Client) handleCommand(ctx context.Context, cmd protocol.Command) bool {
 	if cmd.Type == protocol.CmdAck {
 		select {
 		case c.acks <- cmd.IDs:
+			return true
 		case <-ctx.Done():
+			return false
 		}
-		return
 	}
 	ack := protocol.AckBody{CommandID: cmd.ID, CommandType: cmd.Type, OK: true, Mode: cmd.Mode}
 	if c.handler != nil {
-		if err := c.handler.HandleCommand(ctx, cmd); err != nil {
+		err := c.handler.HandleCommand(ctx, cmd)
+		if ctx.Err() != nil {
+			return false // interrupted by shutdown: let the broker redeliver it
+		}
+		if err != nil {
 			c.handlerErrors.Add(1)
 			ack.OK, ack.Error, ack.Mode = false, err.Error(), ""
 			c.log.Warn("MQTT command failed", "id", cmd.ID, "type", cmd.Type, "err", err)
@@ -457,5 +478,7 @@ func (c *Client) handleCommand(ctx context.Context, cmd protocol.Command) {
 	}
 	if err != nil {
 		c.log.Error("queue reply to MQTT command", "id", cmd.ID, "type", cmd.Type, "err", err)
+		return false
 	}
+	return true
 }

@@ -614,3 +614,48 @@ func TestPublishStatus(t *testing.T) {
 		t.Errorf("status %s (%v)", msgs[len(msgs)-1].Payload, err)
 	}
 }
+
+// blockingHandler holds the first command until its context ends, like a
+// daemon that is stopped (or dies) while carrying it out.
+type blockingHandler struct {
+	started chan protocol.Command
+}
+
+func (h *blockingHandler) HandleCommand(ctx context.Context, cmd protocol.Command) error {
+	h.started <- cmd
+	<-ctx.Done()
+	return ctx.Err()
+}
+
+// A command is acknowledged to the broker only after it was carried out:
+// one interrupted by a stop is redelivered to the next session of the same
+// device and handled then.
+func TestCommandRedeliveredAfterInterruptedHandling(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real mosquitto")
+	}
+	b := brokertest.Start(t)
+	st := newStore(t)
+	first := &blockingHandler{started: make(chan protocol.Command, 1)}
+	c1 := newClient(t, testOptions("dev-r", b.URL()), st, first)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = c1.Run(ctx) }()
+	waitUntil(t, 10*time.Second, "first session online", c1.Online)
+	publish(t, b, "agora/v1/dev-r/commands", `{"id":"cmd-r","type":"set_mode","mode":"feedback"}`)
+	select {
+	case <-first.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("first session never got the command")
+	}
+	cancel()
+	<-done
+
+	second := &recordingHandler{}
+	c2 := newClient(t, testOptions("dev-r", b.URL()), st, second)
+	runClient(t, c2)
+	waitUntil(t, 10*time.Second, "redelivered command handled", func() bool { return len(second.got()) == 1 })
+	if g := second.got(); g[0].ID != "cmd-r" || g[0].Mode != "feedback" {
+		t.Fatalf("second session got %+v", g)
+	}
+}
