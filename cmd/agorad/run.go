@@ -68,12 +68,6 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fmt.Fprintln(stderr, "agorad run: --drain-timeout must be positive")
 		return exitUsage
 	}
-	if src := cfg.Input.Source; src != "none" && (len(src) > 4 && src[len(src)-4:] == ".wav") {
-		if _, err := os.Stat(src); err != nil {
-			fmt.Fprintf(stderr, "agorad run: input file %s: %v\n", src, err)
-			return exitUsage
-		}
-	}
 
 	level := new(slog.LevelVar)
 	level.Set(cfg.Log.SlogLevel())

@@ -68,6 +68,16 @@ func runClient(t testing.TB, c *Client) {
 	})
 }
 
+// runUntil runs c until cond holds, then stops it and waits for Run to return.
+func runUntil(t testing.TB, c *Client, what string, cond func() bool) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = c.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+	waitUntil(t, 10*time.Second, what, cond)
+}
+
 func newClient(t testing.TB, opts Options, ob Outbox, h CommandHandler) *Client {
 	t.Helper()
 	c, err := New(opts, ob, h)

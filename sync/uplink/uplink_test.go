@@ -429,12 +429,7 @@ func TestPasswordAuth(t *testing.T) {
 	wrong := testOptions("dev-f", b.URL())
 	wrong.Username, wrong.Password, wrong.Logger = user, "wrong-"+pass, log
 	cw := newClient(t, wrong, st, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); cw.Run(ctx) }()
-	waitUntil(t, 10*time.Second, "failed attempts", func() bool { return cw.Stats().ConnectFailures >= 2 })
-	cancel()
-	<-done
+	runUntil(t, cw, "failed attempts", func() bool { return cw.Stats().ConnectFailures >= 2 })
 	if cw.Stats().Connects != 0 {
 		t.Fatal("connected with a wrong password")
 	}
@@ -476,12 +471,7 @@ func TestTLS(t *testing.T) {
 	noCert := testOptions("dev-t", b.URL())
 	noCert.CAFile = f("ca.pem")
 	c0 := newClient(t, noCert, st, nil)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); c0.Run(ctx) }()
-	waitUntil(t, 10*time.Second, "refused without client cert", func() bool { return c0.Stats().ConnectFailures >= 1 })
-	cancel()
-	<-done
+	runUntil(t, c0, "refused without client cert", func() bool { return c0.Stats().ConnectFailures >= 1 })
 	if c0.Stats().Connects != 0 {
 		t.Fatal("connected without a client certificate")
 	}

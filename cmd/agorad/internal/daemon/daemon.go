@@ -7,6 +7,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -217,8 +218,8 @@ func (d *Daemon) needsSpeech(kind inputKind) bool {
 	if kind != inputNone || d.cfg.Input.PTT.Enabled {
 		return true
 	}
-	pend, err := d.store.PendingAudio()
-	return err == nil && len(pend) > 0
+	st, err := d.store.Stats() // counts only: recoverJournal reads the audio itself
+	return err == nil && st.JournalPending > 0
 }
 
 func (d *Daemon) loadWhisper() error {
@@ -779,11 +780,10 @@ func (d *Daemon) reload() {
 	d.log.Info("configuration reloaded", "applied", changed, "need_restart", restart)
 }
 
-func redactURL(u string) string {
-	if i := strings.Index(u, "@"); i >= 0 {
-		if j := strings.Index(u, "://"); j >= 0 && j < i {
-			return u[:j+3] + "***@" + u[i+1:]
-		}
+// redactURL hides credentials in a broker URL for the log.
+func redactURL(raw string) string {
+	if u, err := url.Parse(raw); err == nil {
+		return u.Redacted()
 	}
-	return u
+	return "(unparsable broker URL)"
 }
