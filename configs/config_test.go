@@ -12,6 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/agora/agorad/sync/protocol"
 	"github.com/agora/agorad/wake"
 )
 
@@ -67,7 +68,7 @@ func TestShippedFileLoadsValidatesAndIsTheDefault(t *testing.T) {
 		d.StateDir != "/var/lib/agorad" || d.Segment.MaxUtterance.D() != 30*time.Second {
 		t.Fatalf("unexpected defaults: %+v", d)
 	}
-	if loaded.DeviceID == "" || !deviceIDRe.MatchString(loaded.DeviceID) {
+	if err := protocol.ValidateDeviceID(loaded.DeviceID); err != nil {
 		t.Fatalf("device_id not derived: %q", loaded.DeviceID)
 	}
 	if loaded.MQTT.ClientID != "agorad-"+loaded.DeviceID {
@@ -184,7 +185,9 @@ func TestValidationNamesField(t *testing.T) {
 		want string // "" means valid
 	}{
 		{"default", func(c *Config) {}, ""},
-		{"broker scheme", func(c *Config) { c.MQTT.Broker = "foo" }, `mqtt.broker: "foo" is not a tcp://, ssl://, mqtts://`},
+		{"broker scheme", func(c *Config) { c.MQTT.Broker = "foo" }, `mqtt.broker: "foo" is not a URL scheme://host:port`},
+		{"broker websocket", func(c *Config) { c.MQTT.Broker = "wss://b.example:443" }, `mqtt.broker: "wss://b.example:443": scheme "wss" is not one of`},
+		{"broker ok tcps", func(c *Config) { c.MQTT.Broker = "tcps://b.example:8883" }, ""},
 		{"broker http", func(c *Config) { c.MQTT.Broker = "http://x:1" }, "mqtt.broker:"},
 		{"broker ok ssl", func(c *Config) { c.MQTT.Broker = "ssl://b.example:8883" }, ""},
 		{"broker empty disables", func(c *Config) { c.MQTT.Broker = "" }, ""},
@@ -396,8 +399,10 @@ func TestSlogLevel(t *testing.T) {
 }
 
 func TestDeviceIDSanitized(t *testing.T) {
-	if got := sanitizeID("host name/with+bad#chars"); !deviceIDRe.MatchString(got) {
-		t.Fatalf("%q not a valid device id", got)
+	for _, host := range []string{"host name/with+bad#chars", strings.Repeat("long-hostname.", 10)} {
+		if err := protocol.ValidateDeviceID(sanitizeID(host)); err != nil {
+			t.Errorf("sanitizeID(%q): %v", host, err)
+		}
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"reflect"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -141,14 +140,14 @@ func machineDeviceID() string {
 func sanitizeID(s string) string {
 	var b strings.Builder
 	for _, r := range s {
+		if b.Len() >= 64 { // the device id limit
+			break
+		}
 		switch {
 		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
 			b.WriteRune(r)
 		default:
 			b.WriteByte('-')
-		}
-		if b.Len() >= 64 {
-			break
 		}
 	}
 	return b.String()
@@ -383,8 +382,6 @@ func (l Log) SlogLevel() slog.Level {
 	}
 	return lv
 }
-
-var deviceIDRe = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
 // quote is strconv.Quote, named for readability in the validation table.
 func quote(s string) string { return strconv.Quote(s) }

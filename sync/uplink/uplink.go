@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -48,7 +47,7 @@ type StatusFunc func() protocol.Status
 // Options configure a Client. Zero durations and sizes take the defaults.
 type Options struct {
 	DeviceID  string
-	BrokerURL string // tcp://host:1883, ssl://host:8883 (tls:// and mqtts:// also accepted)
+	BrokerURL string // tcp://host:1883, ssl://host:8883; see ParseBrokerURL
 	Username  string
 	Password  string // never logged
 
@@ -117,17 +116,9 @@ func New(opts Options, outbox Outbox, handler CommandHandler) (*Client, error) {
 	if outbox == nil {
 		return nil, errors.New("uplink: nil outbox")
 	}
-	u, err := url.Parse(opts.BrokerURL)
-	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("uplink options: broker_url %q: want scheme://host:port", opts.BrokerURL)
-	}
-	secure := false
-	switch u.Scheme {
-	case "tcp", "mqtt":
-	case "ssl", "tls", "mqtts", "tcps":
-		secure = true
-	default:
-		return nil, fmt.Errorf("uplink options: broker_url %q: unsupported scheme %q (tcp, mqtt, ssl, tls, mqtts)", u.Redacted(), u.Scheme)
+	u, secure, err := ParseBrokerURL(opts.BrokerURL)
+	if err != nil {
+		return nil, fmt.Errorf("uplink options: broker_url %w", err)
 	}
 	setDefault(&opts.KeepAlive, 30*time.Second)
 	setDefault(&opts.ConnectTimeout, 10*time.Second)
@@ -460,7 +451,7 @@ func (c *Client) handleCommand(ctx context.Context, cmd protocol.Command) bool {
 			return false
 		}
 	}
-	ack := protocol.AckBody{CommandID: cmd.ID, CommandType: cmd.Type, OK: true, Mode: cmd.Mode}
+	ack := protocol.AckBody{CommandID: cmd.ID, CommandType: cmd.Type, OK: true, Mode: string(cmd.Mode)}
 	if c.handler != nil {
 		err := c.handler.HandleCommand(ctx, cmd)
 		if ctx.Err() != nil {

@@ -17,7 +17,7 @@ const defaultListLimit = 100
 func (h *controlHandler) Status(ctx context.Context) (control.Status, error) {
 	d := h.d
 	st := control.Status{
-		DeviceID: d.cfg.DeviceID, Mode: d.router.Mode(), Online: d.up.Online(),
+		DeviceID: d.cfg.DeviceID, Mode: string(d.router.Mode()), Online: d.up.Online(),
 		Model: d.model, Version: d.opts.Version, UptimeSeconds: time.Since(d.started).Seconds(),
 		Refused: d.refused.Load(), Transcriptions: d.heard.Load(),
 	}
@@ -40,8 +40,8 @@ func (h *controlHandler) Status(ctx context.Context) (control.Status, error) {
 }
 
 func (h *controlHandler) SetMode(ctx context.Context, mode string) (control.ModeResult, error) {
-	out, err := h.d.router.SetMode(ctx, mode)
-	return control.ModeResult{Previous: out.ModeBefore, Mode: out.ModeAfter, Flushed: out.BatchCount}, err
+	out, err := h.d.router.SetMode(ctx, buffer.Mode(mode))
+	return control.ModeResult{Previous: string(out.ModeBefore), Mode: string(out.ModeAfter), Flushed: out.BatchCount}, err
 }
 
 // Say enters text exactly where a transcript would, so wake phrases and
@@ -52,7 +52,7 @@ func (h *controlHandler) Say(ctx context.Context, text string) (control.SayResul
 		h.d.noteRefusal(err)
 		return control.SayResult{}, err
 	}
-	res := control.SayResult{Action: string(out.Wake), Mode: out.ModeAfter, ID: out.ID, Flushed: out.BatchCount}
+	res := control.SayResult{Action: string(out.Wake), Mode: string(out.ModeAfter), ID: out.ID, Flushed: out.BatchCount}
 	switch {
 	case out.Sent > 0:
 		res.Stored = "outbox"

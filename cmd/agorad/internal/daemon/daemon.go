@@ -178,7 +178,7 @@ func newDaemon(o Options) (*Daemon, int, error) {
 	d.router, err = NewRouter(RouterOptions{
 		Store: d.store, Rules: matcherFunc(d.match), Sounds: d.sounds,
 		Online: d.up.Online, DefaultMode: cfg.Mode,
-		OnMode: func(m string) { d.log.Info("mode changed", "mode", m); d.up.PublishStatus() },
+		OnMode: func(m buffer.Mode) { d.log.Info("mode changed", "mode", m); d.up.PublishStatus() },
 	})
 	if err != nil {
 		d.close()
@@ -705,7 +705,7 @@ func (d *Daemon) updateGauges() {
 }
 
 func (d *Daemon) health() metrics.Health {
-	h := metrics.Health{OK: true, Online: d.up.Online(), Mode: d.router.Mode()}
+	h := metrics.Health{OK: true, Online: d.up.Online(), Mode: string(d.router.Mode())}
 	if _, err := d.store.ListenCount(); err != nil {
 		h.OK, h.Reason = false, "store: "+err.Error()
 	}
@@ -714,7 +714,7 @@ func (d *Daemon) health() metrics.Health {
 
 func (d *Daemon) protocolStatus() protocol.Status {
 	n, _ := d.store.ListenCount()
-	return protocol.Status{Mode: d.router.Mode(), Buffered: n, Version: d.opts.Version, Model: d.model, UpdatedAt: time.Now()}
+	return protocol.Status{Mode: string(d.router.Mode()), Buffered: n, Version: d.opts.Version, Model: d.model, UpdatedAt: time.Now()}
 }
 
 // HandleCommand acts on the backend's set_mode and ping (uplink.CommandHandler).

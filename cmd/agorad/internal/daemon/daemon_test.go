@@ -332,7 +332,7 @@ func TestReloadAppliesSafeChanges(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	out, err := d.router.Handle(context.Background(), Heard{Text: "Computer, wat nu?", Source: "typed"})
-	if err != nil || out.ModeAfter != ModeFeedback || out.Sent != 1 {
+	if err != nil || out.ModeAfter != buffer.ModeFeedback || out.Sent != 1 {
 		t.Fatalf("after reload: %+v, %v; want feedback with the command queued", out, err)
 	}
 }
@@ -359,7 +359,7 @@ func TestFileInputExitCodes(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := testConfig(t, tt.broker)
 			cfg.Input.Source = "inspection.wav" // replaced by OpenSource; a file path makes it file input
-			cfg.Mode = ModeFeedback
+			cfg.Mode = buffer.ModeFeedback
 			// A tone is barely speech to Silero: low thresholds let it through
 			// as one utterance, which is all this test needs from the VAD.
 			cfg.Segment.VADOnset, cfg.Segment.VADOffset = 0.01, 0.005

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agora/agorad/buffer"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 )
@@ -90,9 +91,9 @@ func TestScrape(t *testing.T) {
 		t.Fatalf("initial utterances = %v", v)
 	}
 
-	m.Utterance("listen")
-	m.Utterance("listen")
-	m.Utterance("feedback")
+	m.Utterance(buffer.ModeListen)
+	m.Utterance(buffer.ModeListen)
+	m.Utterance(buffer.ModeFeedback)
 	m.Transcribed(500*time.Millisecond, 2*time.Second)
 	m.Transcribed(3*time.Second, 2*time.Second)
 	m.WhisperCallFailed()
