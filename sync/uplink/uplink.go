@@ -8,9 +8,11 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -297,7 +299,7 @@ func backoff(min, max time.Duration, attempt int) time.Duration {
 	if ceil <= min {
 		return min
 	}
-	return min + time.Duration(randInt63n(int64(ceil-min)))
+	return min + time.Duration(rand.Int64N(int64(ceil-min)))
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {
@@ -398,15 +400,15 @@ func wait(ctx context.Context, tok paho.Token, timeout time.Duration, lost <-cha
 	}
 }
 
-// onMessage runs on paho's goroutine: validate, count, queue for
-// serveCommands. Blocking here holds back further inbound messages, which is
-// the back-pressure we want.
 // inbound is a valid command with the message to acknowledge once it is done.
 type inbound struct {
 	cmd protocol.Command
 	msg paho.Message
 }
 
+// onMessage runs on paho's goroutine: validate, count, queue for
+// serveCommands. Blocking here holds back further inbound messages, which is
+// the back-pressure we want.
 func (c *Client) onMessage(_ paho.Client, m paho.Message) {
 	cmd, err := protocol.ParseCommand(c.opts.DeviceID, m.Payload())
 	if err != nil {
@@ -463,7 +465,7 @@ func (c *Client) handleCommand(ctx context.Context, cmd protocol.Command) bool {
 			c.log.Warn("MQTT command failed", "id", cmd.ID, "type", cmd.Type, "err", err)
 		}
 	}
-	body, err := jsonMarshal(ack)
+	body, err := json.Marshal(ack)
 	if err == nil {
 		_, err = c.outbox.Enqueue(buffer.LaneControl, buffer.KindAck, !c.Online(), body)
 	}

@@ -109,7 +109,7 @@ func TestParseBrokerURL(t *testing.T) {
 		{"http://x:1", false, `scheme "http" is not one of`},
 		{"localhost:1883", false, "is not a URL scheme://host:port"},
 		{"tcp://", false, "is not a URL scheme://host:port"},
-		{"tcp://%zz:1", false, "is not a URL"}, // unparsable: not echoed, it may hold a password
+		{"tcp://%zz:1", false, "is not a URL"},      // unparsable: not echoed, it may hold a password
 		{"tcp://user:secret@:1883", false, "xxxxx"}, // no host; the password is redacted
 	}
 	for _, tt := range tests {

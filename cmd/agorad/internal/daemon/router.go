@@ -246,7 +246,9 @@ func (r *Router) deliver(h Heard, text string, out *Outcome) error {
 
 func (r *Router) toFeedback(out *Outcome) error {
 	// Flush before persisting the mode: a crash in between leaves listen
-	// mode with an empty buffer, and NewRouter completes a crash after it.
+	// mode with an empty buffer and the batch queued; unless words before
+	// the wake word already released it, the utterance's journaled audio
+	// brings the wake phrase back on the next start.
 	if err := r.flush(out); err != nil {
 		r.play("error")
 		return fmt.Errorf("flush listen buffer on wake: %w", err)
