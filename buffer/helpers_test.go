@@ -3,7 +3,6 @@ package buffer
 import (
 	"bytes"
 	"encoding/json"
-	"io"
 	"log/slog"
 	"testing"
 	"time"
@@ -11,7 +10,7 @@ import (
 	"github.com/dgraph-io/badger/v4"
 )
 
-func quiet() *slog.Logger { return slog.New(slog.NewTextHandler(io.Discard, nil)) }
+func quiet() *slog.Logger { return slog.New(slog.DiscardHandler) }
 
 // openT opens a store in dir (a fresh temp dir when empty) and closes it at
 // the end of the test.

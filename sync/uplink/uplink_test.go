@@ -398,7 +398,7 @@ func TestMalformedCommands(t *testing.T) {
 	acks := b.Subscribe(t, "agora/v1/dev-e/acks")
 	st := newStore(t)
 	h := &recordingHandler{}
-	logs := &syncBuf{}
+	logs := &brokertest.Log{}
 	opts := testOptions("dev-e", b.URL())
 	opts.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	c := newClient(t, opts, st, h)
@@ -456,7 +456,7 @@ func TestPasswordAuth(t *testing.T) {
 	const user, pass = "device", "s3cret-Pa55word"
 	b := brokertest.Start(t, brokertest.WithPassword(user, pass), brokertest.WithPassword("backend", "bpw"))
 	sub := b.Subscribe(t, "agora/v1/dev-f/utterances", brokertest.WithAuth("backend", "bpw"))
-	logs := &syncBuf{}
+	logs := &brokertest.Log{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 
 	st := newStore(t)
