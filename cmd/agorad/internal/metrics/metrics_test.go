@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/agora/agorad/buffer"
+	"github.com/agora/agorad/cmd/internal/testrun"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 )
@@ -21,18 +22,10 @@ func start(t *testing.T, m *Metrics, health func() Health) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Serve(ctx, ln, health) }()
+	run := testrun.Start(t, "Serve", func(ctx context.Context) error { return m.Serve(ctx, ln, health) })
 	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Serve: %v", err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Error("Serve did not stop")
+		if err := run.Stop(); err != nil {
+			t.Errorf("Serve: %v", err)
 		}
 	})
 	return "http://" + ln.Addr().String()
