@@ -273,41 +273,39 @@ func TestSecrets(t *testing.T) {
 	if err := os.WriteFile(pwFile, []byte("s3cret-from-file\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Run("password_file trimmed", func(t *testing.T) {
-		clearEnv(t)
-		c, err := Load(writeConfig(t, "mqtt:\n  password_file: "+pwFile+"\n"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c.MQTT.Password != "s3cret-from-file" {
-			t.Fatalf("password = %q", c.MQTT.Password)
-		}
-	})
-	t.Run("password_file env expanded", func(t *testing.T) {
-		clearEnv(t)
-		t.Setenv("CREDENTIALS_DIRECTORY", dir)
-		c, err := Load(writeConfig(t, "mqtt:\n  password_file: ${CREDENTIALS_DIRECTORY}/pw\n"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c.MQTT.Password != "s3cret-from-file" {
-			t.Fatalf("password = %q", c.MQTT.Password)
-		}
-	})
-	t.Run("password_file missing names file", func(t *testing.T) {
-		clearEnv(t)
-		_, err := Load(writeConfig(t, "mqtt:\n  password_file: /nonexistent/agorad-pw\n"))
-		if err == nil || !strings.Contains(err.Error(), "mqtt.password_file") || !strings.Contains(err.Error(), "/nonexistent/agorad-pw") {
-			t.Fatalf("err = %v", err)
-		}
-	})
-	t.Run("both set", func(t *testing.T) {
-		clearEnv(t)
-		_, err := Load(writeConfig(t, "mqtt:\n  password: a\n  password_file: "+pwFile+"\n"))
-		if err == nil || !strings.Contains(err.Error(), "both set") {
-			t.Fatalf("err = %v", err)
-		}
-	})
+	tests := []struct {
+		name, yaml string
+		env        map[string]string
+		want       string // the password loaded; "" means an error is expected
+		errHas     []string
+	}{
+		{name: "password_file trimmed", yaml: "mqtt:\n  password_file: " + pwFile + "\n", want: "s3cret-from-file"},
+		{name: "password_file env expanded", yaml: "mqtt:\n  password_file: ${CREDENTIALS_DIRECTORY}/pw\n",
+			env: map[string]string{"CREDENTIALS_DIRECTORY": dir}, want: "s3cret-from-file"},
+		{name: "password_file missing names file", yaml: "mqtt:\n  password_file: /nonexistent/agorad-pw\n",
+			errHas: []string{"mqtt.password_file", "/nonexistent/agorad-pw"}},
+		{name: "both set", yaml: "mqtt:\n  password: a\n  password_file: " + pwFile + "\n", errHas: []string{"both set"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clearEnv(t)
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			c, err := Load(writeConfig(t, tt.yaml))
+			if tt.want != "" {
+				if err != nil || c.MQTT.Password != tt.want {
+					t.Fatalf("Load = %v; want password %q", err, tt.want)
+				}
+				return
+			}
+			for _, w := range tt.errHas {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Fatalf("err = %v, want it to name %q", err, w)
+				}
+			}
+		})
+	}
 	t.Run("env overrides", func(t *testing.T) {
 		t.Setenv(EnvMQTTPassword, "from-env")
 		t.Setenv(EnvMQTTUsername, "inspector")
