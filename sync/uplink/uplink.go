@@ -49,7 +49,7 @@ type StatusFunc func() protocol.Status
 // Options configure a Client. Zero durations and sizes take the defaults.
 type Options struct {
 	DeviceID  string
-	BrokerURL string // tcp://host:1883, ssl://host:8883; see ParseBrokerURL
+	BrokerURL string // tcp://host:1883, ssl://host:8883 (see ParseBrokerURL); "" = no broker
 	Username  string
 	Password  string // never logged
 
@@ -118,9 +118,18 @@ func New(opts Options, outbox Outbox, handler CommandHandler) (*Client, error) {
 	if outbox == nil {
 		return nil, errors.New("uplink: nil outbox")
 	}
-	u, secure, err := ParseBrokerURL(opts.BrokerURL)
-	if err != nil {
-		return nil, fmt.Errorf("uplink options: broker_url %w", err)
+	// No broker (the configuration's empty mqtt.broker): Run keeps
+	// everything in the outbox.
+	var (
+		redacted string
+		secure   bool
+	)
+	if opts.BrokerURL != "" {
+		u, tls, err := ParseBrokerURL(opts.BrokerURL)
+		if err != nil {
+			return nil, fmt.Errorf("uplink options: broker_url %w", err)
+		}
+		redacted, secure = u.Redacted(), tls
 	}
 	setDefault(&opts.KeepAlive, 30*time.Second)
 	setDefault(&opts.ConnectTimeout, 10*time.Second)
@@ -138,7 +147,7 @@ func New(opts Options, outbox Outbox, handler CommandHandler) (*Client, error) {
 		opts.Logger = slog.Default()
 	}
 	c := &Client{
-		opts: opts, outbox: outbox, handler: handler, url: u.Redacted(),
+		opts: opts, outbox: outbox, handler: handler, url: redacted,
 		log:           opts.Logger.With("component", "uplink"),
 		onlineChanged: make(chan bool, 1),
 		statusReq:     make(chan struct{}, 1),
@@ -147,6 +156,7 @@ func New(opts Options, outbox Outbox, handler CommandHandler) (*Client, error) {
 		awaiting:      map[string]time.Time{},
 	}
 	if secure || opts.CAFile != "" || opts.CertFile != "" {
+		var err error
 		if c.tls, err = TLSConfig(opts.CAFile, opts.CertFile, opts.KeyFile, opts.ServerName); err != nil {
 			return nil, err
 		}
@@ -231,11 +241,17 @@ func (c *Client) setOnline(v bool) {
 
 // Run connects, drains the outbox, publishes status and serves commands
 // until ctx ends; broker failures are retried with backoff, never returned.
+// With no BrokerURL it only waits for ctx: everything stays in the outbox.
 // Call it once.
 func (c *Client) Run(ctx context.Context) error {
 	c.mu.Lock()
 	c.stopped = ctx.Done()
 	c.mu.Unlock()
+	if c.opts.BrokerURL == "" {
+		c.log.Warn("no MQTT broker configured: everything stays in the outbox")
+		<-ctx.Done()
+		return nil
+	}
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { c.serveCommands(ctx); return nil })
 	g.Go(func() error { c.connectLoop(ctx); return nil })

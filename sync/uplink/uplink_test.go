@@ -93,6 +93,18 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	}
 }
 
+// An empty broker URL (the configuration's "no uplink") starts, keeps
+// everything in the outbox and stops on cancel.
+func TestNoBroker(t *testing.T) {
+	st := newStore(t)
+	enqueueUtterances(t, st, 2, true, "kept")
+	c := newClient(t, testOptions("dev-n", ""), st, nil)
+	runUntil(t, c, "a while without a broker", func() bool { time.Sleep(200 * time.Millisecond); return true })
+	if n, _ := st.OutboxCount(); n != 2 || c.Online() || c.Stats().Connects+c.Stats().ConnectFailures != 0 {
+		t.Fatalf("outbox %d, online %v, stats %+v; want both entries kept and no connection tried", n, c.Online(), c.Stats())
+	}
+}
+
 func TestParseBrokerURL(t *testing.T) {
 	tests := []struct {
 		raw     string
