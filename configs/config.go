@@ -1,7 +1,8 @@
 // Package configs holds agorad's YAML configuration: the defaults (the
 // embedded agorad.yaml), strict loading, environment overrides for secrets,
-// validation that names the bad field, redaction for logs, and the list of
-// fields a SIGHUP may change without a restart.
+// validation that names the bad field, redaction for logs, and the
+// difference between two configurations (which fields a SIGHUP changed; the
+// daemon decides which of those it can apply without a restart).
 package configs
 
 import (

@@ -341,38 +341,37 @@ func TestSecrets(t *testing.T) {
 	})
 }
 
-func TestReloadableDiff(t *testing.T) {
+func TestDiff(t *testing.T) {
 	base := Default()
 	tests := []struct {
-		name          string
-		mod           func(c *Config)
-		changed, need []string
+		name    string
+		mod     func(c *Config)
+		changed []string
 	}{
-		{"none", func(c *Config) {}, nil, nil},
-		{"log level", func(c *Config) { c.Log.Level = "debug" }, []string{"log.level"}, nil},
+		{"none", func(c *Config) {}, nil},
+		{"log level", func(c *Config) { c.Log.Level = "debug" }, []string{"log.level"}},
 		{"sounds and wake", func(c *Config) {
 			c.Sounds.Volume = 0.1
 			c.Wake.Words = []string{"agora", "agorah"}
-		}, []string{"wake.words", "sounds.volume"}, nil},
-		{"reconnect", func(c *Config) { c.MQTT.ReconnectMax = Duration(time.Minute) }, nil, []string{"mqtt.reconnect_max"}},
+		}, []string{"wake.words", "sounds.volume"}},
+		{"reconnect", func(c *Config) { c.MQTT.ReconnectMax = Duration(time.Minute) }, []string{"mqtt.reconnect_max"}},
 		{"broker and model", func(c *Config) {
 			c.MQTT.Broker = "tcp://other:1883"
 			c.Models.Whisper = "small"
-		}, nil, []string{"models.whisper", "mqtt.broker"}},
-		{"mixed", func(c *Config) {
+		}, []string{"models.whisper", "mqtt.broker"}},
+		{"mixed, secret by path only", func(c *Config) {
 			c.Log.Level = "warn"
 			c.StateDir = "/tmp/x"
 			c.MQTT.Password = "new"
-		}, []string{"log.level"}, []string{"state_dir", "mqtt.password"}},
-		{"nil vs empty slice", func(c *Config) { c.Transcribe.Contexts = nil }, nil, nil},
+		}, []string{"state_dir", "mqtt.password", "log.level"}},
+		{"nil vs empty slice", func(c *Config) { c.Transcribe.Contexts = nil }, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			next := Default()
 			tc.mod(next)
-			ch, nr := base.ReloadableDiff(next)
-			if !reflect.DeepEqual(ch, tc.changed) || !reflect.DeepEqual(nr, tc.need) {
-				t.Fatalf("got changed=%v restart=%v, want %v %v", ch, nr, tc.changed, tc.need)
+			if got := base.Diff(next); !reflect.DeepEqual(got, tc.changed) {
+				t.Fatalf("Diff = %v, want %v", got, tc.changed)
 			}
 		})
 	}

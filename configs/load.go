@@ -307,41 +307,20 @@ func leaves(c *Config) map[string]any {
 	return out
 }
 
-// reloadable are the fields a SIGHUP applies to the running daemon: they are
-// read at the point of use (log level, earcons, wake rules, next reconnect
-// delay) and swapping them cannot lose or reorder stored data. mode only
-// matters at the first start (the persisted mode wins), so changing it needs
-// nothing applied.
-var reloadable = map[string]bool{
-	"mode":              true,
-	"log.level":         true,
-	"sounds.enabled":    true,
-	"sounds.volume":     true,
-	"sounds.device":     true,
-	"wake.words":        true,
-	"wake.listen_words": true,
-}
-
-// Reloadable reports whether a SIGHUP may apply a change of the field path.
-func Reloadable(path string) bool { return reloadable[path] }
-
-// ReloadableDiff compares the running config with a newly loaded one:
-// changed are the differing fields a SIGHUP applies now, needRestart the
-// differing fields that only take effect after a restart. Paths are sorted
-// in declaration order; secret values never appear, only their paths.
-func (c *Config) ReloadableDiff(next *Config) (changed, needRestart []string) {
+// Diff lists the fields whose values differ between c and next, as paths
+// in declaration order ("log.level", "mqtt.password"): what a SIGHUP
+// changed. Secret values never appear, only their paths. An empty list and
+// a missing one are the same.
+func (c *Config) Diff(next *Config) []string {
 	a, b := leaves(c), leaves(next)
+	var changed []string
 	for _, p := range Paths() {
 		if reflect.DeepEqual(a[p], b[p]) || (isEmptySlice(a[p]) && isEmptySlice(b[p])) {
 			continue
 		}
-		if reloadable[p] {
-			changed = append(changed, p)
-		} else {
-			needRestart = append(needRestart, p)
-		}
+		changed = append(changed, p)
 	}
-	return changed, needRestart
+	return changed
 }
 
 func isEmptySlice(v any) bool {

@@ -12,8 +12,9 @@ import (
 	"time"
 )
 
-// StopTimeout bounds how long Stop waits for the part to return.
-const StopTimeout = 10 * time.Second
+// StopTimeout bounds how long Stop waits for the part to return (a daemon
+// may take daemon.ShutdownGrace to finish the utterance it is transcribing).
+const StopTimeout = 30 * time.Second
 
 // Run is one part running in its own goroutine.
 type Run struct {
