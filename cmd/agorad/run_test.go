@@ -118,6 +118,27 @@ func baseConfig(t *testing.T, brokerURL string) *configs.Config {
 	return cfg
 }
 
+// pttOnMic plays JFK n times into the virtual microphone and returns a
+// configuration that listens to it only while push-to-talk is held (no evdev
+// device: agoractl only), cutting a press at maxUtterance.
+func pttOnMic(t *testing.T, brokerURL string, n int, maxUtterance time.Duration) *configs.Config {
+	t.Helper()
+	jfk, err := audio.ReadFile(testaudio.Clip(t, "fw_jfk.wav"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clips := make([][]float32, n)
+	for i := range clips {
+		clips[i] = jfk
+	}
+	testaudio.NewVirtualMic(t, testaudio.Concat(clips...), testaudio.DiscardPlayback())
+	cfg := baseConfig(t, brokerURL)
+	cfg.Input.Source = "default"
+	cfg.Input.HandsFree = false
+	cfg.Input.PTT = configs.PTT{Enabled: true, KeyCode: 164, MaxUtterance: configs.Duration(maxUtterance)}
+	return cfg
+}
+
 // running is an agorad run in this process; log collects what it logs.
 type running struct {
 	run    *testrun.Run
@@ -644,15 +665,7 @@ func TestRunPushToTalkThroughAgoractl(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: PortAudio capture, whisper")
 	}
-	jfk, err := audio.ReadFile(testaudio.Clip(t, "fw_jfk.wav"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	testaudio.NewVirtualMic(t, testaudio.Concat(jfk, jfk, jfk, jfk), testaudio.DiscardPlayback())
-	cfg := baseConfig(t, "tcp://127.0.0.1:1")
-	cfg.Input.Source = "default"
-	cfg.Input.HandsFree = false
-	cfg.Input.PTT = configs.PTT{Enabled: true, KeyCode: 164, MaxUtterance: configs.Duration(30 * time.Second)} // no evdev device: agoractl only
+	cfg := pttOnMic(t, "tcp://127.0.0.1:1", 4, 30*time.Second)
 	d := startPacedDaemon(t, cfg)
 
 	time.Sleep(time.Second) // a second of speech is captured and ignored
@@ -698,19 +711,12 @@ func TestRunPushToTalkHeldPastMaxUtterance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: PortAudio capture, whisper, mosquitto")
 	}
-	jfk, err := audio.ReadFile(testaudio.Clip(t, "fw_jfk.wav"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	testaudio.NewVirtualMic(t, testaudio.Concat(jfk, jfk), testaudio.DiscardPlayback())
 	broker := brokertest.Start(t)
 	sub := broker.Subscribe(t, "agora/v1/inspector-7/utterances")
 	const pieceMax = 2 * time.Second
-	cfg := baseConfig(t, broker.URL())
+	cfg := pttOnMic(t, broker.URL(), 2, pieceMax)
 	cfg.Mode = "feedback" // every piece goes out as an utterance
-	cfg.Input.Source = "default"
-	cfg.Input.HandsFree = false
-	cfg.Input.PTT = configs.PTT{Enabled: true, KeyCode: 164, MaxUtterance: configs.Duration(pieceMax), StuckAfter: configs.Duration(4 * time.Second)}
+	cfg.Input.PTT.StuckAfter = configs.Duration(4 * time.Second)
 	cfg.Transcribe.Threads = 2
 	cfg.Metrics.Listen = freeLoopback(t)
 	model := realWhisperModel()
@@ -823,15 +829,7 @@ func TestRunStopsWithinGraceWhilePushToTalkHeld(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: PortAudio capture, whisper")
 	}
-	jfk, err := audio.ReadFile(testaudio.Clip(t, "fw_jfk.wav"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	testaudio.NewVirtualMic(t, testaudio.Concat(jfk, jfk, jfk, jfk), testaudio.DiscardPlayback())
-	cfg := baseConfig(t, "tcp://127.0.0.1:1")
-	cfg.Input.Source = "default"
-	cfg.Input.HandsFree = false
-	cfg.Input.PTT = configs.PTT{Enabled: true, KeyCode: 164, MaxUtterance: configs.Duration(5 * time.Second)}
+	cfg := pttOnMic(t, "tcp://127.0.0.1:1", 4, 5*time.Second)
 	d := startDaemon(t, writeConfig(t, cfg), cfg.Control.Socket)
 	if out, code := agoractl(t, d.socket, "ptt", "down"); code != 0 {
 		t.Fatalf("ptt down: %d %s", code, out)
