@@ -33,6 +33,7 @@ import (
 	"github.com/agora/agorad/cmd/internal/control"
 	"github.com/agora/agorad/cmd/internal/testrun"
 	"github.com/agora/agorad/configs"
+	"github.com/agora/agorad/configs/configtest"
 	"github.com/agora/agorad/sync/brokertest"
 )
 
@@ -102,20 +103,7 @@ func writeConfig(t *testing.T, cfg *configs.Config) string {
 
 func baseConfig(t *testing.T, brokerURL string) *configs.Config {
 	t.Helper()
-	dir := t.TempDir()
-	cfg := configs.Default()
-	cfg.DeviceID = "inspector-7"
-	cfg.StateDir = filepath.Join(dir, "state")
-	cfg.Control.Socket = filepath.Join(dir, "agorad.sock")
-	cfg.MQTT.Broker = brokerURL
-	cfg.MQTT.ReconnectMin = configs.Duration(100 * time.Millisecond)
-	cfg.MQTT.ReconnectMax = configs.Duration(500 * time.Millisecond)
-	cfg.Input.Source = "none"
-	cfg.Sounds.Enabled = false
-	cfg.Metrics.Listen = ""
-	cfg.Models.VAD = testaudio.Model(t, "for-tests-silero-v6.2.0-ggml.bin")
-	cfg.Models.Whisper = testaudio.Model(t, "for-tests-ggml-tiny.bin")
-	return cfg
+	return configtest.Daemon(t, "inspector-7", brokerURL)
 }
 
 // pttOnMic plays JFK n times into the virtual microphone and returns a
