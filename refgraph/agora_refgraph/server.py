@@ -46,7 +46,14 @@ def settings_from_env(env: dict[str, str] | None = None) -> Settings:
         raise SystemExit(f"REFGRAPH_DELAY_MS={e.get('REFGRAPH_DELAY_MS')!r}: not a number") from exc
     if delay_ms < 0:
         raise SystemExit(f"REFGRAPH_DELAY_MS={delay_ms}: must not be negative")
-    return Settings(delay_s=delay_ms / 1000, reject_marker=e.get("REFGRAPH_REJECT_MARKER", DEFAULT_REJECT_MARKER))
+    idem = e.get("REFGRAPH_IDEMPOTENT", "1").strip().lower()
+    if idem not in ("0", "1", "true", "false"):
+        raise SystemExit(f"REFGRAPH_IDEMPOTENT={idem!r}: want 1 or 0")
+    return Settings(
+        delay_s=delay_ms / 1000,
+        reject_marker=e.get("REFGRAPH_REJECT_MARKER", DEFAULT_REJECT_MARKER),
+        idempotent=idem in ("1", "true"),
+    )
 
 
 async def thread_runs(graph: CompiledStateGraph, thread_id: str) -> list[dict[str, Any]] | None:
@@ -62,6 +69,11 @@ async def thread_runs(graph: CompiledStateGraph, thread_id: str) -> list[dict[st
     if not found:
         return None
     return sorted(seen.values(), key=lambda r: r.get("at", 0))
+
+
+def runs_by_message(runs: list[dict[str, Any]]) -> dict[str, int]:
+    """Runs that executed the graph (replays of a finished runId excluded)."""
+    return dict(Counter(r.get("message_id", "") for r in runs if not r.get("replay")))
 
 
 def create_app(db_path: str | Path, settings: Settings | None = None) -> FastAPI:
@@ -97,7 +109,8 @@ def create_app(db_path: str | Path, settings: Settings | None = None) -> FastAPI
         return {
             "thread_id": thread_id,
             "runs": runs,
-            "runs_by_message": dict(Counter(r.get("message_id", "") for r in runs)),
+            "runs_by_message": runs_by_message(runs),
+            "attempts_by_message": dict(Counter(r.get("message_id", "") for r in runs)),
             "interaction_mode": values.get("interaction_mode", ""),
             "message_buffer": values.get("message_buffer", []),
             "buffer_context": values.get("buffer_context", ""),
@@ -115,7 +128,7 @@ def create_app(db_path: str | Path, settings: Settings | None = None) -> FastAPI
         out: dict[str, dict[str, int]] = {}
         for tid in ids:
             runs = await thread_runs(graph, tid) or []
-            out[tid] = dict(Counter(r.get("message_id", "") for r in runs))
+            out[tid] = runs_by_message(runs)
         return {"threads": out}
 
     return app

@@ -11,6 +11,7 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from agora_refgraph.graph import (
+    RUN_ID_KEY,
     RejectedError,
     Settings,
     compile_graph,
@@ -51,12 +52,14 @@ class Thread:
         self.graph = compile_graph(InMemorySaver(), Settings(**settings))
         self.config = {"configurable": {"thread_id": "t1"}}
 
-    def run(self, inp: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
-        """Run once; return the nodes that ran and the final state."""
+    def run(self, inp: dict[str, Any], run_id: str = "") -> tuple[list[str], dict[str, Any]]:
+        """Run once (run_id: the AG-UI runId the server would pass); return
+        the nodes that ran and the final state."""
+        config = {"configurable": {**self.config["configurable"], RUN_ID_KEY: run_id}}
 
         async def go() -> list[str]:
             nodes: list[str] = []
-            async for update in self.graph.astream(inp, self.config, stream_mode="updates"):
+            async for update in self.graph.astream(inp, config, stream_mode="updates"):
                 nodes.extend(update.keys())
             return nodes
 
@@ -230,10 +233,48 @@ def test_every_run_is_recorded_once_with_a_fresh_token() -> None:
     t = Thread()
     t.run(graph_input("m1", "one", "feedback"))
     t.run(graph_input("m2", "two", "listen"))
-    _, state = t.run(graph_input("m2", "two", "listen"))  # a retry of m2: the graph runs again
+    _, state = t.run(graph_input("m2", "two", "listen"))  # no runId: no idempotency, the graph runs again
     assert [r["message_id"] for r in state["runs"]] == ["m1", "m2", "m2"]
     assert [r["kind"] for r in state["runs"]] == ["utterance"] * 3
+    assert [r["replay"] for r in state["runs"]] == [False] * 3
     assert len({r["token"] for r in state["runs"]}) == 3
+    assert len(state["message_buffer"]) == 2
+
+
+def test_finished_run_id_is_replayed_without_effect() -> None:
+    t = Thread()
+    _, first = t.run(graph_input("b1", "x", "feedback", notes=NOTES), run_id="run-b1")
+    nodes, state = t.run(graph_input("b1", "x", "feedback", notes=NOTES), run_id="run-b1")
+    assert nodes == ["intake", "replay"]
+    assert [m["content"] for m in state["message_buffer"]] == NOTES  # not buffered twice
+    assert (state["final_written"], state["answered"]) == (first["final_written"], False)
+    _, answer = t.run(graph_input("u1", "so?", "feedback"), run_id="run-u1")
+    nodes, state = t.run(graph_input("u1", "so?", "feedback"), run_id="run-u1")
+    assert nodes == ["intake", "replay"]
+    assert (state["final_written"], state["final_spoken"], state["answered"]) == (
+        answer["final_written"],
+        answer["final_spoken"],
+        True,
+    )
+    assert [(r["message_id"], r["kind"], r["replay"]) for r in state["runs"]] == [
+        ("b1", "batch", False),
+        ("b1", "batch", True),
+        ("u1", "utterance", False),
+        ("u1", "utterance", True),
+    ]
+
+
+def test_failed_run_id_runs_again_and_idempotency_can_be_off() -> None:
+    t = Thread(reject_marker="#nope")
+    with pytest.raises(RejectedError):
+        t.run(graph_input("m1", "#nope", "feedback"), run_id="run-m1")
+    with pytest.raises(RejectedError):  # no result recorded: a retry is a real run
+        t.run(graph_input("m1", "#nope", "feedback"), run_id="run-m1")
+    off = Thread(idempotent=False)
+    off.run(graph_input("m1", "a note", "listen"), run_id="run-m1")
+    nodes, state = off.run(graph_input("m1", "a note", "listen"), run_id="run-m1")
+    assert nodes == ["intake", "buffer_message"]
+    assert len(state["message_buffer"]) == 2
 
 
 def test_delay_switch_delays_the_run() -> None:

@@ -106,14 +106,27 @@ def test_rejected_message_is_recorded_and_later_messages_go_on(switched_server: 
     assert debug["runs_by_message"] == {"m1": 1, "m2": 1}
 
 
-def test_same_run_twice_counts_twice(server: Server) -> None:
+def test_same_run_twice_is_one_run_and_two_attempts(server: Server) -> None:
     body = run_input("dev-7", "m1", "once please")
-    post_run(server.url, body)
-    events = post_run(server.url, body)
-    assert types(events)[-1] == "RUN_FINISHED"
-    assert httpx.get(f"{server.url}/debug/threads/dev-7").json()["runs_by_message"] == {"m1": 2}
-    assert httpx.get(f"{server.url}/debug/threads").json()["threads"]["dev-7"] == {"m1": 2}
+    first = post_run(server.url, body)
+    again = post_run(server.url, body)
+    assert types(again)[-1] == "RUN_FINISHED"
+    assert streamed_text(again) == streamed_text(first) == final_state(again)["final_written"]
+    assert final_state(again)["answered"] is True
+    debug = httpx.get(f"{server.url}/debug/threads/dev-7").json()
+    assert debug["runs_by_message"] == {"m1": 1}
+    assert debug["attempts_by_message"] == {"m1": 2}
+    assert [m["content"] for m in final_state(again)["messages"] if m["type"] == "ai"] == ["You said: once please"]
+    assert httpx.get(f"{server.url}/debug/threads").json()["threads"]["dev-7"] == {"m1": 1}
     assert httpx.get(f"{server.url}/debug/threads/nobody").status_code == 404
+
+
+def test_idempotency_off_runs_twice(switched_server: Server) -> None:
+    body = run_input("dev-10", "m1", "twice please")
+    post_run(switched_server.url, body)
+    post_run(switched_server.url, body)
+    debug = httpx.get(f"{switched_server.url}/debug/threads/dev-10").json()
+    assert debug["runs_by_message"] == {"m1": 2}
 
 
 def test_checkpointer_survives_restart(server_factory: Any, tmp_path: Any) -> None:
