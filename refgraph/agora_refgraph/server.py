@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import asyncio
 import logging
 import os
 from collections import Counter
@@ -26,16 +27,48 @@ PATH = "/agui"
 DEFAULT_DB = "build/refgraph/checkpoints.sqlite"
 
 
+# Runs of one thread, one at a time: concurrent runs on a thread lose state
+# updates in LangGraph. Module-level because the endpoint clones the agent
+# per request.
+_thread_locks: dict[str, asyncio.Lock] = {}
+# Runs whose caller went away still finish (below); kept here so they are not
+# garbage-collected and so shutdown can wait for them.
+_running: set[asyncio.Task[None]] = set()
+
+
 class RunIdAgent(LangGraphAgent):
-    """Passes the AG-UI runId to the graph (configurable agui_run_id) so the
-    run record names it. The endpoint clones the agent per request, so
-    setting self.config here touches only this request."""
+    """The adapter's agent with three changes for an at-least-once caller:
+
+    - the AG-UI runId reaches the graph (configurable agui_run_id), which
+      records it and uses it as the idempotency key;
+    - runs of one thread are serialised;
+    - a run outlives its HTTP request: when the caller disconnects (a bridge
+      killed mid-run) the run still finishes and records its result, so the
+      caller's retry is a replay instead of a second, half-overlapping run.
+    """
 
     async def run(self, input: RunAgentInput):  # type: ignore[override]
+        # The endpoint clones the agent per request: this touches this request only.
         configurable = {**(self.config.get("configurable") or {}), RUN_ID_KEY: input.run_id}
         self.config = {**self.config, "configurable": configurable}
-        async for event in super().run(input):
+        queue: asyncio.Queue[Any] = asyncio.Queue()
+        done = object()
+        lock = _thread_locks.setdefault(input.thread_id, asyncio.Lock())
+
+        async def pump() -> None:
+            try:
+                async with lock:
+                    async for event in LangGraphAgent.run(self, input):
+                        queue.put_nowait(event)
+            finally:
+                queue.put_nowait(done)
+
+        task = asyncio.create_task(pump())
+        _running.add(task)
+        task.add_done_callback(_running.discard)
+        while (event := await queue.get()) is not done:
             yield event
+        await task
 
 
 def settings_from_env(env: dict[str, str] | None = None) -> Settings:
@@ -95,6 +128,8 @@ def create_app(db_path: str | Path, settings: Settings | None = None) -> FastAPI
             )
             log.info("refgraph: serving %s, checkpoints in %s", PATH, db)
             yield
+            if _running:  # runs whose caller left: let them record their result
+                await asyncio.wait(set(_running), timeout=30)
 
     app = FastAPI(title="agora refgraph", lifespan=lifespan)
 

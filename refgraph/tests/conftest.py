@@ -104,8 +104,8 @@ def server(module_servers: Any) -> Server:
 
 @pytest.fixture(scope="module")
 def switched_server(module_servers: Any) -> Server:
-    """A server with every test switch on: reject marker "#poison", 400 ms delay, no idempotency."""
-    return module_servers(REFGRAPH_REJECT_MARKER="#poison", REFGRAPH_DELAY_MS="400", REFGRAPH_IDEMPOTENT="0")
+    """A server with the test switches on: reject marker "#poison", 400 ms delay."""
+    return module_servers(REFGRAPH_REJECT_MARKER="#poison", REFGRAPH_DELAY_MS="400")
 
 
 def run_input(

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from agora_refgraph.graph import (
     detect_wake_word,
     to_spoken,
 )
+from agora_refgraph.server import settings_from_env
 from agora_refgraph.state import accumulate_messages
 
 
@@ -305,3 +307,30 @@ def test_wake_word_and_reducer() -> None:
     assert accumulate_messages(None, [{"a": 1}]) == [{"a": 1}]
     assert accumulate_messages([{"a": 1}], None) == [{"a": 1}]
     assert accumulate_messages([{"a": 1}], [{"b": 2}]) == [{"a": 1}, {"b": 2}]
+
+
+@pytest.mark.parametrize(
+    ("env", "want"),
+    [
+        ({}, Settings(0.0, "[refgraph:reject]", True)),
+        (
+            {"REFGRAPH_DELAY_MS": "500", "REFGRAPH_REJECT_MARKER": "#x", "REFGRAPH_IDEMPOTENT": "0"},
+            Settings(0.5, "#x", False),
+        ),
+    ],
+)
+def test_settings_from_env(env: dict[str, str], want: Settings) -> None:
+    assert settings_from_env(env) == want
+
+
+@pytest.mark.parametrize(
+    ("env", "want"),
+    [
+        ({"REFGRAPH_DELAY_MS": "soon"}, "REFGRAPH_DELAY_MS='soon': not a number"),
+        ({"REFGRAPH_DELAY_MS": "-1"}, "must not be negative"),
+        ({"REFGRAPH_IDEMPOTENT": "maybe"}, "REFGRAPH_IDEMPOTENT='maybe'"),
+    ],
+)
+def test_settings_from_env_names_the_bad_variable(env: dict[str, str], want: str) -> None:
+    with pytest.raises(SystemExit, match=re.escape(want)):
+        settings_from_env(env)
