@@ -89,19 +89,32 @@ def settings_from_env(env: dict[str, str] | None = None) -> Settings:
     )
 
 
-async def thread_runs(graph: CompiledStateGraph, thread_id: str) -> list[dict[str, Any]] | None:
-    """Every run record of the thread, over all its checkpoints (forks
-    included), each once; None when the thread has no checkpoint."""
-    assert graph.checkpointer is not None
-    seen: dict[str, dict[str, Any]] = {}
-    found = False
-    async for cp in graph.checkpointer.alist({"configurable": {"thread_id": thread_id}}):
-        found = True
-        for rec in cp.checkpoint.get("channel_values", {}).get("runs") or []:
+# Leaf checkpoints: no other checkpoint of the thread has them as parent. The
+# run records only grow along a branch, so the leaves hold every record, also
+# when the adapter forked the thread (its regenerate path); reading only them
+# keeps a count cheap on long threads (every checkpoint holds the whole state).
+_LEAVES = """
+SELECT c.thread_id, c.checkpoint_id FROM checkpoints c
+WHERE c.checkpoint_ns = '' {where} AND NOT EXISTS (
+  SELECT 1 FROM checkpoints p WHERE p.thread_id = c.thread_id AND p.checkpoint_ns = ''
+    AND p.parent_checkpoint_id = c.checkpoint_id)
+"""
+
+
+async def leaf_runs(saver: AsyncSqliteSaver, thread_id: str | None = None) -> dict[str, list[dict[str, Any]]]:
+    """Every run record per thread (of one thread, or of all), each once."""
+    sql, args = _LEAVES.format(where="AND c.thread_id = ?" if thread_id is not None else ""), ()
+    if thread_id is not None:
+        args = (thread_id,)
+    async with saver.conn.execute(sql, args) as cur:
+        leaves = await cur.fetchall()
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for tid, cid in leaves:
+        tup = await saver.aget_tuple({"configurable": {"thread_id": tid, "checkpoint_ns": "", "checkpoint_id": cid}})
+        seen = out.setdefault(tid, {})
+        for rec in (tup.checkpoint.get("channel_values", {}).get("runs") if tup else None) or []:
             seen.setdefault(rec.get("token", ""), rec)
-    if not found:
-        return None
-    return sorted(seen.values(), key=lambda r: r.get("at", 0))
+    return {tid: sorted(recs.values(), key=lambda r: r.get("at", 0)) for tid, recs in out.items()}
 
 
 def runs_by_message(runs: list[dict[str, Any]]) -> dict[str, int]:
@@ -136,7 +149,7 @@ def create_app(db_path: str | Path, settings: Settings | None = None) -> FastAPI
     @app.get(f"{PATH}/debug/threads/{{thread_id}}")
     async def debug_thread(thread_id: str, request: Request) -> dict[str, Any]:
         graph: CompiledStateGraph = request.app.state.graph
-        runs = await thread_runs(graph, thread_id)
+        runs = (await leaf_runs(request.app.state.saver, thread_id)).get(thread_id)
         if runs is None:
             raise HTTPException(status_code=404, detail=f"thread {thread_id!r}: no checkpoint")
         snap = await graph.aget_state({"configurable": {"thread_id": thread_id}})
@@ -156,15 +169,8 @@ def create_app(db_path: str | Path, settings: Settings | None = None) -> FastAPI
 
     @app.get(f"{PATH}/debug/threads")
     async def debug_threads(request: Request) -> dict[str, Any]:
-        graph: CompiledStateGraph = request.app.state.graph
-        saver: AsyncSqliteSaver = request.app.state.saver
-        async with saver.conn.execute("SELECT DISTINCT thread_id FROM checkpoints") as cur:
-            ids = [row[0] for row in await cur.fetchall()]
-        out: dict[str, dict[str, int]] = {}
-        for tid in ids:
-            runs = await thread_runs(graph, tid) or []
-            out[tid] = runs_by_message(runs)
-        return {"threads": out}
+        threads = await leaf_runs(request.app.state.saver)
+        return {"threads": {tid: runs_by_message(runs) for tid, runs in threads.items()}}
 
     return app
 

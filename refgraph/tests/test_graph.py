@@ -334,3 +334,25 @@ def test_settings_from_env(env: dict[str, str], want: Settings) -> None:
 def test_settings_from_env_names_the_bad_variable(env: dict[str, str], want: str) -> None:
     with pytest.raises(SystemExit, match=re.escape(want)):
         settings_from_env(env)
+
+
+def test_run_records_survive_a_fork(tmp_path: Any) -> None:
+    """The adapter's regenerate path forks a thread: the records of both branches count."""
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    from agora_refgraph.server import leaf_runs
+
+    async def go() -> list[str]:
+        async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "cp.sqlite")) as saver:
+            g = compile_graph(saver)
+            cfg = {"configurable": {"thread_id": "t1"}}
+            await g.ainvoke(graph_input("m1", "one"), cfg)
+            fork_point = (await g.aget_state(cfg)).config
+            await g.ainvoke(graph_input("m2", "two"), cfg)
+            # Run m3 on a branch from after m1, as a time-travel fork does.
+            await g.ainvoke(graph_input("m3", "three"), fork_point)
+            latest = [r["message_id"] for r in (await g.aget_state(cfg)).values["runs"]]
+            assert latest == ["m1", "m3"]  # the newest branch alone has lost m2
+            return [r["message_id"] for r in (await leaf_runs(saver, "t1"))["t1"]]
+
+    assert asyncio.run(go()) == ["m1", "m2", "m3"]
