@@ -15,7 +15,9 @@ from typing import Any
 import uvicorn
 from ag_ui.core.types import RunAgentInput
 from ag_ui_langgraph import LangGraphAgent, add_langgraph_fastapi_endpoint
+from ag_ui_langgraph.types import SchemaKeys
 from fastapi import FastAPI, HTTPException, Request
+from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph.state import CompiledStateGraph
 
@@ -34,6 +36,7 @@ _thread_locks: dict[str, asyncio.Lock] = {}
 # Runs whose caller went away still finish (below); kept here so they are not
 # garbage-collected and so shutdown can wait for them.
 _running: set[asyncio.Task[None]] = set()
+_schema_keys: dict[int, SchemaKeys] = {}
 
 
 class RunIdAgent(LangGraphAgent):
@@ -46,6 +49,14 @@ class RunIdAgent(LangGraphAgent):
       killed mid-run) the run still finishes and records its result, so the
       caller's retry is a replay instead of a second, half-overlapping run.
     """
+
+    def get_schema_keys(self, config: RunnableConfig) -> SchemaKeys:
+        # The adapter derives these from pydantic JSON schemas on every run
+        # (about half of a run's CPU here); this graph's schemas never change.
+        key = id(self.graph)
+        if key not in _schema_keys:
+            _schema_keys[key] = super().get_schema_keys(config)
+        return {k: list(v) for k, v in _schema_keys[key].items()}  # type: ignore[return-value]
 
     async def run(self, input: RunAgentInput):  # type: ignore[override]
         # The endpoint clones the agent per request: this touches this request only.
