@@ -3,6 +3,9 @@
 # Idempotent: re-running it changes nothing that is already in place.
 #
 #   libwhisper-dev, libggml-dev  whisper.cpp and ggml (Debian sid, pinned on bookworm)
+#   gcc, binutils, make, libc6-dev cgo's C toolchain; libc6-dev comes from the same
+#                                suite (exact version) as the libc6 whisper left
+#   procps                       /bin/kill, named by the unit (systemd-analyze verify)
 #   portaudio19-dev              microphone capture and earcon playback
 #   mosquitto, mosquitto-clients MQTT broker for tests and benchmarks
 #   espeak-ng, sox, alsa-utils   synthetic speech, audio conversion, the ALSA file microphone
@@ -51,7 +54,7 @@ PIN
   fi
 fi
 
-pkgs_run=(portaudio19-dev pkg-config mosquitto mosquitto-clients alsa-utils)
+pkgs_run=(portaudio19-dev pkg-config mosquitto mosquitto-clients alsa-utils gcc binutils make procps)
 pkgs_test=(espeak-ng sox libsox-fmt-all)
 want=("${pkgs_run[@]}")
 if [ "${AGORAD_DEPS_TEST:-1}" != 0 ]; then want+=("${pkgs_test[@]}"); fi
@@ -70,12 +73,32 @@ fi
 if [ "$whisper_missing" = 1 ]; then
   log "installing libwhisper-dev and libggml-dev"
   if [ "$need_pin" = 1 ]; then
-    $SUDO apt-get install "${APT_OPTS[@]}" -o Acquire::Check-Valid-Until=false -t sid libwhisper-dev libggml-dev
+    # pkg/sid selects sid for these two only; apt then takes from sid just the
+    # dependencies bookworm cannot satisfy (libc6, libstdc++6, libgcc-s1,
+    # libgomp1 and the ggml libraries) and nothing else: no `-t sid`, which
+    # would prefer sid for every package and upgrade base-files and dozens
+    # of libraries.
+    whisper_sel=(libwhisper-dev/sid libggml-dev/sid)
+    from_sid=$(apt-get -s install --no-install-recommends -o Acquire::Check-Valid-Until=false "${whisper_sel[@]}" 2>/dev/null \
+      | sed -n 's/^Inst \([^ ]*\) .*/\1/p' | tr '\n' ' ')
+    log "from sid: ${from_sid:-nothing}"
+    $SUDO apt-get install "${APT_OPTS[@]}" --no-install-recommends -o Acquire::Check-Valid-Until=false "${whisper_sel[@]}"
   else
-    $SUDO apt-get install "${APT_OPTS[@]}" libwhisper-dev libggml-dev
+    $SUDO apt-get install "${APT_OPTS[@]}" --no-install-recommends libwhisper-dev libggml-dev
   fi
 else
   log "libwhisper-dev already installed"
+fi
+# cgo needs libc6-dev of exactly the installed libc6 (sid's once whisper
+# pulled it in; bookworm's libc6-dev then no longer installs).
+libc_ver=$(dpkg-query -W -f='${Version}' libc6)
+if [ "$(dpkg-query -W -f='${Status} ${Version}' libc6-dev 2>/dev/null)" != "install ok installed $libc_ver" ]; then
+  if [ ${#missing[@]} -eq 0 ] && [ "$whisper_missing" = 0 ]; then
+    $SUDO apt-get -q -o Acquire::Check-Valid-Until=false update >/dev/null
+  fi
+  log "installing libc6-dev $libc_ver (the suite of the installed libc6)"
+  $SUDO apt-get install "${APT_OPTS[@]}" --no-install-recommends -o Acquire::Check-Valid-Until=false \
+    "libc6-dev=$libc_ver" "libc-dev-bin=$libc_ver"
 fi
 if [ ${#missing[@]} -gt 0 ]; then
   log "installing: ${missing[*]}"

@@ -141,10 +141,10 @@ func TestResolveModel(t *testing.T) {
 		want                   string   // path on success
 		wantErr                []string // parts of the error
 	}{
-		{"whisper", "base.en", "", filepath.Join("models", "ggml-base.en.bin"), nil},
-		{"whisper", "ggml-base.en.bin", "", filepath.Join("models", "ggml-base.en.bin"), nil},
-		{"whisper", "local.bin", "", filepath.Join("models", "local.bin"), nil}, // ./models wins over shared
-		{"vad", "for-tests-silero-v6.2.0-ggml.bin", "", filepath.Join("..", "shared", "models", "for-tests-silero-v6.2.0-ggml.bin"), nil},
+		{"whisper", "base.en", "", filepath.Join(work, "models", "ggml-base.en.bin"), nil},
+		{"whisper", "ggml-base.en.bin", "", filepath.Join(work, "models", "ggml-base.en.bin"), nil},
+		{"whisper", "local.bin", "", filepath.Join(work, "models", "local.bin"), nil}, // ./models wins over shared
+		{"vad", "for-tests-silero-v6.2.0-ggml.bin", "", filepath.Join(root, "shared", "models", "for-tests-silero-v6.2.0-ggml.bin"), nil},
 		{"whisper", "base.en", configured, configured, nil},
 		{"whisper", "base.en", filepath.Join(root, "gone.bin"), "", []string{"whisper model", "gone.bin", "no such file"}},
 		{"whisper", "small", "", "", []string{`whisper model "small" not found`, filepath.Join(work, "models", "ggml-small.bin"),
@@ -163,7 +163,7 @@ func TestResolveModel(t *testing.T) {
 	if got, err := ResolveModelIn("whisper", "base.en", "", extra); err != nil || got != filepath.Join(extra, "ggml-base.en.bin") {
 		t.Errorf("ResolveModelIn(state dir) = %q, %v; want the state dir's copy first", got, err)
 	}
-	if got, err := ResolveModelIn("whisper", "local.bin", extra); err != nil || got != filepath.Join("models", "local.bin") {
+	if got, err := ResolveModelIn("whisper", "local.bin", extra); err != nil || got != filepath.Join(work, "models", "local.bin") {
 		t.Errorf("ResolveModelIn falls back to ./models: got %q, %v", got, err)
 	}
 	if _, err := ResolveModelIn("whisper", "small", extra); err == nil || !strings.Contains(err.Error(), filepath.Join(extra, "ggml-small.bin")) {

@@ -10,9 +10,28 @@ import (
 	"strings"
 )
 
-// modelDirs are searched, in order, for a model given by name: the working
-// directory's models/, then the shared test material beside a checkout.
-var modelDirs = []string{"models", filepath.Join("..", "shared", "models")}
+// devModelDirs are a checkout's places, relative to the working directory:
+// its models/, then the shared test material beside it. They are searched
+// only where they exist, as absolute paths: under systemd the working
+// directory is /, and /models means nothing there.
+var devModelDirs = []string{"models", filepath.Join("..", "shared", "models")}
+
+// systemModelDirs are an installed device's places: the service's state
+// (where `agorad model fetch` puts models) and the package's shared data.
+var systemModelDirs = []string{"/var/lib/agorad/models", "/usr/share/agorad/models"}
+
+// defaultModelDirs lists the default search places, all absolute.
+func defaultModelDirs() []string {
+	var dirs []string
+	for _, d := range devModelDirs {
+		if st, err := os.Stat(d); err == nil && st.IsDir() {
+			if abs, err := filepath.Abs(d); err == nil {
+				dirs = append(dirs, abs)
+			}
+		}
+	}
+	return append(dirs, systemModelDirs...)
+}
 
 // ResolveModel finds the file of a model. kind is "whisper" or "vad"; name
 // is a catalog name ("base.en"), a file name ("ggml-base.en.bin") or a
@@ -29,16 +48,17 @@ func ResolveModel(kind, name, configuredPath string) (string, error) {
 		}
 		return configuredPath, nil
 	}
-	return resolveIn(kind, name, modelDirs)
+	return resolveIn(kind, name, defaultModelDirs())
 }
 
 // ResolveModelIn finds a model by name (or path) in dirs first, then in the
-// default places (./models, ../shared/models). Empty dirs are skipped.
+// default places (./models and ../shared/models where they exist, then
+// /var/lib/agorad/models, /usr/share/agorad/models). Empty dirs are skipped.
 func ResolveModelIn(kind, name string, dirs ...string) (string, error) {
 	if kind != "whisper" && kind != "vad" {
 		return "", fmt.Errorf("resolve model: unknown kind %q (want whisper or vad)", kind)
 	}
-	return resolveIn(kind, name, append(nonEmpty(dirs), modelDirs...))
+	return resolveIn(kind, name, append(nonEmpty(dirs), defaultModelDirs()...))
 }
 
 func resolveIn(kind, name string, dirs []string) (string, error) {

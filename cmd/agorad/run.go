@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/agora/agorad/cmd/agorad/internal/daemon"
+	"github.com/agora/agorad/cmd/agorad/internal/sdnotify"
 	"github.com/agora/agorad/configs"
 )
 
@@ -77,6 +78,8 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	logger := cfg.Log.NewLogger(stderr, level)
 	slog.SetDefault(logger)
+
+	defer sdnotify.HandleWatchdogAbort(logger)()
 
 	reload := make(chan struct{}, 1)
 	hup := make(chan os.Signal, 1)

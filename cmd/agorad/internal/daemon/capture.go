@@ -75,6 +75,7 @@ func (sp *speech) captureLoop(ctx context.Context, kind inputKind) error {
 	if err != nil {
 		return err
 	}
+	sp.markOpened()
 	defer func() {
 		began := time.Now()
 		src.Close()

@@ -185,7 +185,31 @@ func (d *Daemon) run(ctx context.Context) error {
 	sp, speechCtx := errgroup.WithContext(speechCtx)
 	fileDone := d.speech.start(speechCtx, sp, kind)
 
-	_ = sdnotify.Ready(fmt.Sprintf("mode %s, input %s", d.router.Mode(), cfg.Input.Source))
+	// READY=1 means the voice path runs: the microphone (or file) is open.
+	// A source that fails to open ends the start before readiness, so
+	// `systemctl start` reports the failure instead of a restart loop.
+	// With input "none" the daemon has decided to run without a microphone
+	// and says so in its status.
+	readyStatus := fmt.Sprintf("mode %s, input %s", d.router.Mode(), cfg.Input.Source)
+	if kind == inputNone {
+		readyStatus = fmt.Sprintf("mode %s, no microphone (input none): typed notes and sync only", d.router.Mode())
+	} else {
+		_ = sdnotify.Status("opening " + cfg.Input.Source)
+		select {
+		case <-d.speech.opened:
+		case <-speechCtx.Done():
+		case <-svcCtx.Done():
+		case <-ctx.Done():
+		}
+	}
+	select {
+	case <-d.speech.opened:
+		_ = sdnotify.Ready(readyStatus)
+	default:
+		if kind == inputNone {
+			_ = sdnotify.Ready(readyStatus)
+		}
+	}
 	d.log.Info("agorad running", "device_id", cfg.DeviceID, "mode", d.router.Mode(), "input", cfg.Input.Source,
 		"state_dir", cfg.StateDir, "broker", redactURL(cfg.MQTT.Broker), "socket", cfg.Control.Socket, "model", d.speech.model)
 

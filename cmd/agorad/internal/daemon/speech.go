@@ -36,6 +36,10 @@ type speech struct {
 	ptt     atomic.Bool
 	pttEdge chan bool // push-to-talk presses and releases, from evdev and agoractl
 
+	// opened is closed once the audio source is open (READY=1 waits for it).
+	opened     chan struct{}
+	openedOnce sync.Once
+
 	jobs    chan job // journaled utterances waiting for whisper
 	pending sync.WaitGroup
 	heard   atomic.Uint64 // whisper calls that returned
@@ -49,6 +53,9 @@ type job struct {
 	duration time.Duration
 	source   string
 }
+
+// markOpened records that the voice path runs: audio is being read.
+func (sp *speech) markOpened() { sp.openedOnce.Do(func() { close(sp.opened) }) }
 
 func (sp *speech) close() {
 	if sp.whisper != nil {
@@ -89,6 +96,7 @@ func (sp *speech) loadWhisper() error {
 // push-to-talk key events. With a file input, fileDone gets capture's result
 // once the file is read.
 func (sp *speech) start(ctx context.Context, g *errgroup.Group, kind inputKind) (fileDone <-chan error) {
+	sp.opened = make(chan struct{})
 	captureDone := make(chan struct{})
 	done := make(chan error, 1)
 	if kind != inputNone {

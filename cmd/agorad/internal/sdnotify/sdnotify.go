@@ -76,6 +76,7 @@ func Watchdog(ctx context.Context, healthy func() error, logger *slog.Logger) er
 		}
 		switch {
 		case bad != nil:
+			noteUnhealthy(bad)
 			if !wasBad {
 				logger.Error("unhealthy: withholding watchdog pings", "err", bad)
 				if err := Status("unhealthy: " + bad.Error()); err != nil {
@@ -88,6 +89,8 @@ func Watchdog(ctx context.Context, healthy func() error, logger *slog.Logger) er
 			}
 			if err := notify(daemon.SdNotifyWatchdog); err != nil {
 				logger.Warn("sd_notify", "err", err)
+			} else {
+				notePing()
 			}
 		}
 		wasBad = bad != nil

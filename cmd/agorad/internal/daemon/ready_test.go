@@ -1,0 +1,124 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agora/agorad/audio"
+)
+
+// notifySocket stands in for systemd's notification socket and returns the
+// datagrams the daemon sends.
+func notifySocket(t *testing.T) <-chan string {
+	t.Helper()
+	dir, err := os.MkdirTemp("", "rdy") // short: unix socket paths are limited
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	path := filepath.Join(dir, "notify")
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	t.Setenv("NOTIFY_SOCKET", path)
+	msgs := make(chan string, 100)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := conn.Read(buf)
+			if err != nil {
+				return
+			}
+			msgs <- string(buf[:n])
+		}
+	}()
+	return msgs
+}
+
+// waitFor returns the first datagram containing want, or fails after d;
+// every datagram seen before it is returned too.
+func waitFor(msgs <-chan string, want string, d time.Duration) (seen []string, ok bool) {
+	timeout := time.After(d)
+	for {
+		select {
+		case m := <-msgs:
+			seen = append(seen, m)
+			if strings.Contains(m, want) {
+				return seen, true
+			}
+		case <-timeout:
+			return seen, false
+		}
+	}
+}
+
+// TestReadyMeansMicrophoneOpen: READY=1 is sent only once the audio source
+// is open; a source that cannot be opened fails the start without READY=1
+// (systemctl start then reports the failure); input "none" is ready at once
+// and says in its status that it runs without a microphone.
+func TestReadyMeansMicrophoneOpen(t *testing.T) {
+	t.Run("opens late", func(t *testing.T) {
+		msgs := notifySocket(t)
+		cfg := testConfig(t, "tcp://127.0.0.1:1")
+		cfg.Input.Source = "default"
+		release := make(chan struct{})
+		o := testOptions(cfg)
+		o.Transcriber = &recordingTranscriber{}
+		o.OpenSource = func(ctx context.Context) (audio.Source, error) {
+			select {
+			case <-release:
+				return newScriptedSource(), nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		startDaemon(t, o)
+		if seen, ok := waitFor(msgs, "READY=1", 500*time.Millisecond); ok {
+			t.Fatalf("READY=1 before the microphone opened: %q", seen)
+		}
+		close(release)
+		if seen, ok := waitFor(msgs, "READY=1", 10*time.Second); !ok {
+			t.Fatalf("no READY=1 after the microphone opened: %q", seen)
+		}
+	})
+	t.Run("cannot open", func(t *testing.T) {
+		msgs := notifySocket(t)
+		cfg := testConfig(t, "tcp://127.0.0.1:1")
+		cfg.Input.Source = "default"
+		o := testOptions(cfg)
+		o.Transcriber = &recordingTranscriber{}
+		o.OpenSource = func(context.Context) (audio.Source, error) {
+			return nil, errors.New("microphone: no sound card")
+		}
+		_, run := startDaemon(t, o)
+		select {
+		case <-run.Done():
+		case <-time.After(15 * time.Second):
+			t.Fatal("daemon still running without its microphone")
+		}
+		if err := run.Err(); err == nil || !strings.Contains(err.Error(), "no sound card") {
+			t.Fatalf("run error %v, want the microphone's", err)
+		}
+		if seen, ok := waitFor(msgs, "READY=1", 200*time.Millisecond); ok {
+			t.Fatalf("READY=1 sent although the microphone never opened: %q", seen)
+		}
+	})
+	t.Run("input none", func(t *testing.T) {
+		msgs := notifySocket(t)
+		cfg := testConfig(t, "tcp://127.0.0.1:1")
+		cfg.Input.Source = "none"
+		startDaemon(t, testOptions(cfg))
+		seen, ok := waitFor(msgs, "READY=1", 10*time.Second)
+		if !ok || !strings.Contains(seen[len(seen)-1], "no microphone") {
+			t.Fatalf("want READY=1 with a status saying there is no microphone, got %q", seen)
+		}
+	})
+}
