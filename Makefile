@@ -6,8 +6,12 @@ SHIM_DIR := $(CURDIR)/build/lib
 export CGO_LDFLAGS := -L$(SHIM_DIR) $(CGO_LDFLAGS)
 GO ?= go
 PKGS := ./...
+# The version from git (scripts/version.sh): agorad --version, agoractl
+# status, the retained MQTT status and the .deb all report it.
+VERSION ?= $(shell sh scripts/version.sh)
+LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all deps shim build test test-short vet fmt run bench clean reference-graph refgraph-venv refgraph-test
+.PHONY: all deps shim build deb test-system test test-short vet fmt run bench clean reference-graph refgraph-venv refgraph-test
 
 all: build
 
@@ -21,7 +25,18 @@ $(SHIM_DIR)/libggml-cpu.a:
 shim: $(SHIM_DIR)/libggml-cpu.a
 
 build: shim
-	$(GO) build -o build/bin/ ./cmd/...
+	$(GO) build -ldflags '$(LDFLAGS)' -o build/bin/ ./cmd/...
+
+# Debian packages (nfpm; see packaging/): build/deb/agorad_<version>_<arch>.deb.
+deb: build
+	bash scripts/build-deb.sh agorad $(VERSION)
+
+# The deployment test under a booted systemd (debootstrap + systemd-nspawn,
+# root cached in build/system; several minutes, needs root): installs the
+# .deb with apt, checks readiness, watchdog, restarts, permissions, security
+# exposure, journal, upgrade and purge. See scripts/test-system.sh.
+test-system: deb
+	bash scripts/test-system.sh
 
 vet: shim
 	$(GO) vet $(PKGS)

@@ -45,7 +45,7 @@ func TestUnitDirectives(t *testing.T) {
 		"Type":                    "notify",
 		"NotifyAccess":            "main",
 		"WatchdogSec":             "30",
-		"ExecStart":               "/usr/local/bin/agorad run -c /etc/agorad/agorad.yaml",
+		"ExecStart":               "/usr/bin/agorad run -c /etc/agorad/agorad.yaml",
 		"ExecReload":              "/bin/kill -HUP $MAINPID",
 		"StateDirectory":          "agorad",
 		"RuntimeDirectory":        "agorad",
@@ -130,7 +130,7 @@ func TestSystemdAnalyzeVerify(t *testing.T) {
 	if err := os.WriteFile(stand, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	body := strings.ReplaceAll(string(unit), "/usr/local/bin/agorad", stand)
+	body := strings.ReplaceAll(string(unit), "/usr/bin/agorad", stand)
 	if body == string(unit) {
 		t.Fatal("ExecStart path not found in the unit")
 	}

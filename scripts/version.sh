@@ -1,0 +1,19 @@
+#!/bin/sh
+# version.sh: agorad's version from git, usable as a Debian version:
+#   tag v1.2.3            -> 1.2.3
+#   3 commits after it    -> 1.2.3+3.gabc1234
+#   no tag yet            -> 0.0.0+<commits>.g<hash>
+#   uncommitted changes   -> ...+dirty
+# Outside a git checkout (a source tarball): $AGORAD_VERSION or 0.0.0+unknown.
+set -e
+cd "$(dirname "$0")/.."
+if ! d=$(git describe --tags --match 'v[0-9]*' --dirty 2>/dev/null); then
+  if n=$(git rev-list --count HEAD 2>/dev/null); then
+    d="v0.0.0-$n-g$(git rev-parse --short=7 HEAD)"
+    git diff --quiet HEAD 2>/dev/null || d="$d-dirty"
+  else
+    echo "${AGORAD_VERSION:-0.0.0+unknown}"; exit 0
+  fi
+fi
+# v1.2.3-4-gabc[-dirty] -> 1.2.3+4.gabc[.dirty]
+echo "$d" | sed -e 's/^v//' -e 's/-\([0-9]*\)-g\([0-9a-f]*\)/+\1.g\2/' -e 's/-dirty$/.dirty/' -e 's/^\([^+]*\)\.dirty$/\1+dirty/'
