@@ -37,6 +37,8 @@ build_base() {
   [ -f "$BASE/.complete" ] && return 0
   need_tools
   rm -rf "$BASE"; mkdir -p "$SYS"
+  # a module of its own: go ./... must not walk the Debian roots
+  echo "module ignore" >"$SYS/go.mod"
   log "debootstrap $SUITE into $BASE (cached for later runs)"
   debootstrap --variant=minbase --include=systemd,systemd-sysv,dbus,ca-certificates,procps "$SUITE" "$BASE" "$MIRROR" >"$SYS/debootstrap.log" 2>&1
   echo "127.0.0.1 localhost" >"$BASE/etc/hosts"
@@ -69,8 +71,17 @@ rm -rf "$ROOT"; cp -a "$BASE" "$ROOT"
 mkdir -p "$ROOT/root/debs"; cp "$DEB" "$ROOT/root/debs/current.deb"; cp "$PREV" "$ROOT/root/debs/prev.deb"
 
 log "booting $ROOT"
-SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1 systemd-nspawn -D "$ROOT" --boot --machine="agtest$$" \
-  --register=no --keep-unit --console=read-only --system-call-filter=bpf >"$LOG" 2>&1 &
+# nspawn runs in a cgroup of its own (per hierarchy it uses), so the
+# container's cgroups do not land in the host's root cgroup.
+CG=agtest$$
+cgs=()
+for h in /sys/fs/cgroup/unified /sys/fs/cgroup/systemd /sys/fs/cgroup; do
+  if [ -w "$h/cgroup.procs" ] && mkdir -p "$h/$CG" 2>/dev/null; then cgs+=("$h/$CG"); fi
+  [ "$h" = /sys/fs/cgroup/systemd ] && [ ${#cgs[@]} -gt 0 ] && break
+done
+CGS="${cgs[*]}" SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1 sh -c 'for c in $CGS; do echo $$ >"$c/cgroup.procs"; done
+  exec systemd-nspawn -D "$0" --boot --machine="$1" --register=no --keep-unit --console=read-only --system-call-filter=bpf' \
+  "$ROOT" "agtest$$" >"$LOG" 2>&1 &
 NSPAWN=$!
 LEADER=""
 cleanup() {

@@ -108,3 +108,6 @@ func syncDir(dir string) {
 		d.Close()
 	}
 }
+
+// FileSHA256 is the hex sha256 of a file (agorad doctor checks models with it).
+func FileSHA256(path string) (string, error) { return fileSHA256(path) }

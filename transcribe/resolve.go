@@ -58,7 +58,15 @@ func ResolveModelIn(kind, name string, dirs ...string) (string, error) {
 	if kind != "whisper" && kind != "vad" {
 		return "", fmt.Errorf("resolve model: unknown kind %q (want whisper or vad)", kind)
 	}
-	return resolveIn(kind, name, append(nonEmpty(dirs), defaultModelDirs()...))
+	var uniq []string
+	seen := map[string]bool{}
+	for _, d := range append(nonEmpty(dirs), defaultModelDirs()...) {
+		if !seen[filepath.Clean(d)] {
+			seen[filepath.Clean(d)] = true
+			uniq = append(uniq, d)
+		}
+	}
+	return resolveIn(kind, name, uniq)
 }
 
 func resolveIn(kind, name string, dirs []string) (string, error) {

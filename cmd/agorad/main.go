@@ -40,6 +40,7 @@ commands:
   devices                  list audio input devices
   model fetch NAME         download a model from the catalog into ./models
   model list               list the models in the catalog
+  doctor [-c FILE] [--json] check config, models, broker, disk, store, groups, microphone
   version                  print the version
   help                     print this help
 `
@@ -56,6 +57,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return runDaemon(ctx, rest, stdout, stderr)
 	case "transcribe":
 		return cmdTranscribe(ctx, rest, stdout, stderr, realPipeline{})
+	case "doctor":
+		return cmdDoctor(ctx, rest, stdout, stderr, realDoctorEnv())
 	case "devices":
 		return cmdDevices(rest, stdout, stderr, listDevices)
 	case "model":

@@ -1,0 +1,315 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+
+	"github.com/agora/agorad/audio"
+	"github.com/agora/agorad/buffer"
+	"github.com/agora/agorad/configs"
+	"github.com/agora/agorad/sync/uplink"
+	"github.com/agora/agorad/transcribe"
+)
+
+// check is one line of `agorad doctor`: what was checked, whether it is
+// fine, what was seen and, when not fine, how to fix it.
+type check struct {
+	Name   string `json:"name"`
+	Status string `json:"status"` // ok, warn, fail, skip
+	Detail string `json:"detail"`
+	Fix    string `json:"fix,omitempty"`
+}
+
+// doctorEnv lets tests replace what touches hardware and the clock.
+type doctorEnv struct {
+	now        func() time.Time
+	openMic    func(ctx context.Context, device string) (audio.Source, error)
+	brokerWait time.Duration
+}
+
+func realDoctorEnv() doctorEnv {
+	return doctorEnv{
+		now: time.Now,
+		openMic: func(ctx context.Context, device string) (audio.Source, error) {
+			return audio.OpenCapture(ctx, audio.CaptureOptions{Device: device})
+		},
+		brokerWait: 3 * time.Second,
+	}
+}
+
+// cmdDoctor is `agorad doctor`: one line per check with a fix, --json for
+// fleet tooling; exit 1 when a check failed.
+func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer, env doctorEnv) int {
+	fs := flag.NewFlagSet("agorad doctor", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cfgPath := fs.String("c", "/etc/agorad/agorad.yaml", "configuration file")
+	asJSON := fs.Bool("json", false, "JSON output (one object with a checks array)")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	checks := runDoctor(ctx, *cfgPath, env)
+	failed := false
+	for _, c := range checks {
+		failed = failed || c.Status == "fail"
+	}
+	if *asJSON {
+		json.NewEncoder(stdout).Encode(struct {
+			OK     bool    `json:"ok"`
+			Checks []check `json:"checks"`
+		}{!failed, checks})
+	} else {
+		for _, c := range checks {
+			line := fmt.Sprintf("%-5s %-12s %s", strings.ToUpper(c.Status), c.Name, c.Detail)
+			if c.Fix != "" {
+				line += " -- fix: " + c.Fix
+			}
+			fmt.Fprintln(stdout, line)
+		}
+	}
+	if failed {
+		return exitFailed
+	}
+	return exitOK
+}
+
+func runDoctor(ctx context.Context, cfgPath string, env doctorEnv) []check {
+	var out []check
+	add := func(c check) { out = append(out, c) }
+	cfg, err := configs.Load(cfgPath)
+	if err == nil {
+		err = cfg.Validate()
+	}
+	if err != nil {
+		add(check{"config", "fail", err.Error(), "edit " + cfgPath + " (the error names the field)"})
+		return out // nothing else can be judged without a configuration
+	}
+	add(check{"config", "ok", cfgPath + " is valid", ""})
+	add(checkClock(env.now()))
+	for _, kind := range []string{"whisper", "vad"} {
+		name := cfg.Models.Whisper
+		if kind == "vad" {
+			name = cfg.Models.VAD
+		}
+		add(checkModel(kind, name, cfg.ModelsDir()))
+	}
+	add(checkBroker(ctx, cfg, env.brokerWait))
+	add(checkDisk(cfg))
+	add(checkStore(cfg))
+	add(checkGroups())
+	add(checkMic(ctx, cfg, env))
+	add(checkPTT(cfg))
+	return out
+}
+
+// checkClock: TLS certificates and record timestamps need a sane clock; a
+// device without RTC battery boots in 1970 until NTP answers.
+func checkClock(now time.Time) check {
+	if now.Year() < 2025 {
+		return check{"clock", "fail", "system time is " + now.UTC().Format(time.RFC3339), "enable time sync (systemd-timesyncd) or set the clock: TLS and timestamps depend on it"}
+	}
+	return check{"clock", "ok", now.UTC().Format(time.RFC3339), ""}
+}
+
+func checkModel(kind, name, dir string) check {
+	path, err := transcribe.ResolveModelIn(kind, name, dir)
+	if err != nil {
+		return check{kind + " model", "fail", err.Error(), "agorad model fetch " + name + " --dir " + dir}
+	}
+	e, ok := transcribe.LookupCatalog(name)
+	if !ok || e.SHA256 == "" {
+		return check{kind + " model", "ok", path + " (not in the catalog: checksum not checked)", ""}
+	}
+	sum, err := transcribe.FileSHA256(path)
+	if err != nil {
+		return check{kind + " model", "fail", fmt.Sprintf("read %s: %v", path, err), "check the file's permissions (readable by user agorad)"}
+	}
+	if sum != e.SHA256 {
+		// Catalog aliases (shared test copies) are other files: only the
+		// catalog's own file name must match.
+		if filepath.Base(path) == e.File {
+			return check{kind + " model", "fail", fmt.Sprintf("%s: sha256 %s, catalog says %s (damaged or partial)", path, sum, e.SHA256), "delete it and run agorad model fetch " + name + " --dir " + dir}
+		}
+		return check{kind + " model", "warn", fmt.Sprintf("%s: not the catalog's file (sha256 differs)", path), ""}
+	}
+	return check{kind + " model", "ok", path + " (sha256 matches the catalog)", ""}
+}
+
+// checkBroker connects with the configured TLS and credentials, publishes
+// one message to a test topic and disconnects.
+func checkBroker(ctx context.Context, cfg *configs.Config, wait time.Duration) check {
+	u, useTLS, err := uplink.ParseBrokerURL(cfg.MQTT.Broker)
+	if err != nil {
+		return check{"broker", "fail", "mqtt.broker " + err.Error(), "set mqtt.broker"}
+	}
+	scheme := "tcp"
+	if useTLS {
+		scheme = "ssl"
+	}
+	o := paho.NewClientOptions().AddBroker(scheme+"://"+u.Host).
+		SetClientID(fmt.Sprintf("agorad-doctor-%s-%d", cfg.DeviceID, os.Getpid())).
+		SetAutoReconnect(false).SetConnectRetry(false).SetConnectTimeout(wait)
+	if useTLS || cfg.MQTT.TLS.CAFile != "" {
+		tc, err := uplink.TLSConfig(cfg.MQTT.TLS.CAFile, cfg.MQTT.TLS.CertFile, cfg.MQTT.TLS.KeyFile, u.Hostname())
+		if err != nil {
+			return check{"broker", "fail", err.Error(), "fix mqtt.tls in the configuration"}
+		}
+		o.SetTLSConfig(tc)
+	}
+	if cfg.MQTT.Username != "" {
+		o.SetUsername(cfg.MQTT.Username).SetPassword(cfg.MQTT.Password)
+	}
+	cli := paho.NewClient(o)
+	tok := cli.Connect()
+	if !tok.WaitTimeout(wait+time.Second) || tok.Error() != nil {
+		err := tok.Error()
+		if err == nil {
+			err = errors.New("timed out")
+		}
+		return check{"broker", "fail", fmt.Sprintf("connect %s: %v", u.Redacted(), err),
+			"check that the broker runs and is reachable, mqtt.tls.ca_file matches its certificate, and the credentials"}
+	}
+	defer cli.Disconnect(250)
+	topic := "agora/doctor/" + cfg.DeviceID
+	p := cli.Publish(topic, 1, false, []byte("agorad doctor "+time.Now().UTC().Format(time.RFC3339)))
+	if !p.WaitTimeout(wait) || p.Error() != nil {
+		return check{"broker", "fail", fmt.Sprintf("publish to %s: %v", topic, p.Error()), "check the broker's ACL for this client"}
+	}
+	return check{"broker", "ok", fmt.Sprintf("%s: connected, published to %s", u.Redacted(), topic), ""}
+}
+
+// checkDisk compares free space on the state directory's file system with
+// the store's cap.
+func checkDisk(cfg *configs.Config) check {
+	dir := cfg.StateDir
+	for {
+		if _, err := os.Stat(dir); err == nil || dir == filepath.Dir(dir) {
+			break
+		}
+		dir = filepath.Dir(dir)
+	}
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return check{"disk", "fail", fmt.Sprintf("statfs %s: %v", dir, err), ""}
+	}
+	free := int64(st.Bavail) * int64(st.Bsize)
+	detail := fmt.Sprintf("%s: %d MiB free, store cap %d MiB", dir, free>>20, cfg.Storage.MaxBytes>>20)
+	const low = 64 << 20
+	if free < low {
+		return check{"disk", "fail", detail, "free space on " + dir + ": new utterances are refused until there is room"}
+	}
+	if cfg.Storage.MaxBytes > 0 && free < cfg.Storage.MaxBytes/4 {
+		return check{"disk", "warn", detail + " (less than a quarter of the cap)", "free space or lower storage.max_bytes"}
+	}
+	return check{"disk", "ok", detail, ""}
+}
+
+// checkStore opens the store and reads its counts; while the daemon runs it
+// holds the store, and agoractl status is the check then.
+func checkStore(cfg *configs.Config) check {
+	dir := filepath.Join(cfg.StateDir, "store")
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		return check{"store", "ok", dir + " not created yet (first start creates it)", ""}
+	}
+	s, err := buffer.Open(dir, buffer.Options{})
+	if err != nil {
+		if strings.Contains(err.Error(), "lock") {
+			return check{"store", "skip", dir + " is held by the running daemon", "agoractl status shows its counts"}
+		}
+		return check{"store", "fail", err.Error(), "see docs/storage.md (recovery)"}
+	}
+	defer s.Close()
+	st, err := s.Stats()
+	if err != nil {
+		return check{"store", "fail", err.Error(), "see docs/storage.md (recovery)"}
+	}
+	return check{"store", "ok", fmt.Sprintf("%d buffered, %d outbox, %d journaled audio, %d MiB", st.Listen, st.OutboxControl+st.OutboxData, st.JournalPending, st.StoredBytes>>20), ""}
+}
+
+// checkGroups: agoractl needs group agorad (the socket is 0660), the
+// microphone and push-to-talk key need audio and input.
+func checkGroups() check {
+	u, err := user.Current()
+	if err != nil {
+		return check{"groups", "warn", err.Error(), ""}
+	}
+	ids, _ := u.GroupIds()
+	have := map[string]bool{}
+	for _, id := range ids {
+		if g, err := user.LookupGroupId(id); err == nil {
+			have[g.Name] = true
+		}
+	}
+	var missing []string
+	for _, g := range []string{"agorad", "audio", "input"} {
+		if !have[g] {
+			missing = append(missing, g)
+		}
+	}
+	if len(missing) == 0 || u.Uid == "0" {
+		return check{"groups", "ok", u.Username + " may use agoractl, the microphone and the key", ""}
+	}
+	return check{"groups", "warn", u.Username + " is not in " + strings.Join(missing, ", "),
+		"usermod -aG " + strings.Join(missing, ",") + " " + u.Username + " (then log in again)"}
+}
+
+// checkMic opens the configured input for half a second and reports its level.
+func checkMic(ctx context.Context, cfg *configs.Config, env doctorEnv) check {
+	src := cfg.Input.Source
+	if src == "none" || strings.HasSuffix(strings.ToLower(src), ".wav") {
+		return check{"microphone", "skip", "input.source is " + src, ""}
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	mic, err := env.openMic(ctx, src)
+	if err != nil {
+		return check{"microphone", "fail", fmt.Sprintf("open %q: %v", src, err), "agorad devices lists the inputs; check input.source and membership of group audio"}
+	}
+	defer mic.Close()
+	var sum float64
+	var n int
+	for n < audio.SampleRate/2 {
+		c, err := mic.Read(ctx)
+		if err != nil {
+			if n == 0 {
+				return check{"microphone", "fail", fmt.Sprintf("read %q: %v", src, err), "check the device and its cable"}
+			}
+			break
+		}
+		for _, s := range c.Samples {
+			sum += float64(s) * float64(s)
+		}
+		n += len(c.Samples)
+	}
+	db := 10 * math.Log10(sum/float64(max(n, 1))+1e-12)
+	detail := fmt.Sprintf("%q: level %.0f dBFS over %.1f s", src, db, float64(n)/audio.SampleRate)
+	if db < -80 {
+		return check{"microphone", "warn", detail + " (silent)", "unmute the input (alsamixer) or check the microphone"}
+	}
+	return check{"microphone", "ok", detail, ""}
+}
+
+func checkPTT(cfg *configs.Config) check {
+	p := cfg.Input.PTT
+	if !p.Enabled || p.EvdevDevice == "" {
+		return check{"push-to-talk", "skip", "no evdev key configured", ""}
+	}
+	f, err := os.Open(p.EvdevDevice)
+	if err != nil {
+		return check{"push-to-talk", "fail", err.Error(), "check input.ptt.evdev_device and membership of group input"}
+	}
+	f.Close()
+	return check{"push-to-talk", "ok", p.EvdevDevice + " readable", ""}
+}
