@@ -158,7 +158,7 @@ func checkBroker(ctx context.Context, cfg *configs.Config, wait time.Duration) c
 	if useTLS {
 		scheme = "ssl"
 	}
-	o := paho.NewClientOptions().AddBroker(scheme+"://"+u.Host).
+	o := paho.NewClientOptions().AddBroker(scheme + "://" + u.Host).
 		SetClientID(fmt.Sprintf("agorad-doctor-%s-%d", cfg.DeviceID, os.Getpid())).
 		SetAutoReconnect(false).SetConnectRetry(false).SetConnectTimeout(wait)
 	if useTLS || cfg.MQTT.TLS.CAFile != "" {
