@@ -73,12 +73,14 @@ fi
 if [ "$whisper_missing" = 1 ]; then
   log "installing libwhisper-dev and libggml-dev"
   if [ "$need_pin" = 1 ]; then
-    # pkg/sid selects sid for these two only; apt then takes from sid just the
-    # dependencies bookworm cannot satisfy (libc6, libstdc++6, libgcc-s1,
-    # libgomp1 and the ggml libraries) and nothing else: no `-t sid`, which
-    # would prefer sid for every package and upgrade base-files and dozens
-    # of libraries.
-    whisper_sel=(libwhisper-dev/sid libggml-dev/sid)
+    # pkg/sid selects sid for the named packages only; apt then takes from
+    # sid just the dependencies bookworm cannot satisfy (libstdc++6,
+    # gcc-16-base, libc-gconv-modules-extra) and nothing else: no `-t sid`,
+    # which prefers sid for every package and upgrades dozens of libraries.
+    # whisper needs libc6 >= 2.43, and sid's libc6 Breaks base-files < 13.3,
+    # so libc6, libc-bin and base-files are named: /etc/os-release then says
+    # forky/sid; that is the price of sid's whisper on bookworm.
+    whisper_sel=(libwhisper-dev/sid libggml-dev/sid libc6/sid libc-bin/sid base-files/sid)
     from_sid=$(apt-get -s install --no-install-recommends -o Acquire::Check-Valid-Until=false "${whisper_sel[@]}" 2>/dev/null \
       | sed -n 's/^Inst \([^ ]*\) .*/\1/p' | tr '\n' ' ')
     log "from sid: ${from_sid:-nothing}"
