@@ -1,8 +1,8 @@
 // Package transcribe turns utterances into text with whisper.cpp: the model
 // is loaded once, each utterance gets one whisper call with an audio context
 // sized to it, and a hallucination guard drops text whisper invents on
-// silence and noise. It also finds model files (ResolveModel) and downloads
-// them from the catalog (Fetch).
+// silence and noise. Model files (finding, fetching, importing) are
+// transcribe/model's job.
 package transcribe
 
 import (
@@ -16,7 +16,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agora/agorad/transcribe/ggml"
+	"github.com/agora/agorad/audio/ggml"
 	"github.com/ggerganov/whisper.cpp/bindings/go"
 )
 
@@ -67,7 +67,7 @@ type Transcriber struct {
 	opts   Options
 	log    *slog.Logger
 	lang   string // "auto" or a whisper language code
-	header whisperHeader
+	header ggml.WhisperHeader
 	multi  bool // multilingual model
 	pool   chan *wctx
 	all    []*wctx
@@ -116,7 +116,7 @@ func New(opts Options) (*Transcriber, error) {
 	if opts.ModelPath == "" {
 		return nil, errors.New("transcribe: no whisper model path given")
 	}
-	h, err := checkModelFile(opts.ModelPath)
+	h, err := ggml.CheckWhisper(opts.ModelPath)
 	if err != nil {
 		return nil, err
 	}

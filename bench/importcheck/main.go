@@ -15,7 +15,7 @@ import (
 	"strings"
 
 	"github.com/agora/agorad/audio"
-	"github.com/agora/agorad/transcribe/ggml"
+	"github.com/agora/agorad/audio/ggml"
 	whisper "github.com/ggerganov/whisper.cpp/bindings/go"
 )
 

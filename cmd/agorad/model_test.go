@@ -12,7 +12,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/agora/agorad/transcribe"
+	"github.com/agora/agorad/transcribe/model"
 )
 
 func TestModelFetch(t *testing.T) {
@@ -26,12 +26,12 @@ func TestModelFetch(t *testing.T) {
 		w.Write(body)
 	}))
 	defer srv.Close()
-	saved := transcribe.Catalog
-	transcribe.Catalog = append(append([]transcribe.CatalogEntry(nil), saved...),
-		transcribe.CatalogEntry{Name: "t-ok", Kind: "whisper", File: "t-ok.bin", URL: srv.URL + "/m.bin", SHA256: hex.EncodeToString(sum[:])},
-		transcribe.CatalogEntry{Name: "t-gone", Kind: "whisper", File: "t-gone.bin", URL: srv.URL + "/gone.bin", SHA256: hex.EncodeToString(sum[:])},
+	saved := model.Catalog
+	model.Catalog = append(append([]model.CatalogEntry(nil), saved...),
+		model.CatalogEntry{Name: "t-ok", Kind: "whisper", File: "t-ok.bin", URL: srv.URL + "/m.bin", SHA256: hex.EncodeToString(sum[:])},
+		model.CatalogEntry{Name: "t-gone", Kind: "whisper", File: "t-gone.bin", URL: srv.URL + "/gone.bin", SHA256: hex.EncodeToString(sum[:])},
 	)
-	t.Cleanup(func() { transcribe.Catalog = saved })
+	t.Cleanup(func() { model.Catalog = saved })
 
 	dir := t.TempDir()
 	tests := []struct {

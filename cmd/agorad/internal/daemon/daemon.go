@@ -29,6 +29,7 @@ import (
 	"github.com/agora/agorad/sync/protocol"
 	"github.com/agora/agorad/sync/uplink"
 	"github.com/agora/agorad/transcribe"
+	"github.com/agora/agorad/transcribe/model"
 	"github.com/agora/agorad/wake"
 )
 
@@ -223,7 +224,7 @@ func (d *Daemon) needsSpeech(kind inputKind) bool {
 }
 
 func (d *Daemon) loadWhisper() error {
-	path, err := transcribe.ResolveModelIn("whisper", d.cfg.Models.Whisper, d.cfg.ModelsDir())
+	path, err := model.ResolveIn("whisper", d.cfg.Models.Whisper, d.cfg.ModelsDir())
 	if err != nil {
 		return err
 	}
@@ -407,7 +408,7 @@ func (d *Daemon) openSource(ctx context.Context, kind inputKind) (audio.Source, 
 // captureLoop reads audio and cuts it into utterances: by voice activity
 // when hands-free, and by the push-to-talk key while it is held.
 func (d *Daemon) captureLoop(ctx context.Context, kind inputKind) error {
-	vadPath, err := transcribe.ResolveModelIn("vad", d.cfg.Models.VAD, d.cfg.ModelsDir())
+	vadPath, err := model.ResolveIn("vad", d.cfg.Models.VAD, d.cfg.ModelsDir())
 	if err != nil {
 		return err
 	}
