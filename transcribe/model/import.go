@@ -185,6 +185,9 @@ func Import(srcDir, out, typ string) (Imported, error) {
 	if err := w.Flush(); err != nil {
 		return res, fmt.Errorf("import model: write %s: %w", tmp.Name(), err)
 	}
+	if err := tmp.Chmod(0o644); err != nil { // CreateTemp makes it 0600; a model is not a secret
+		return res, fmt.Errorf("import model: %w", err)
+	}
 	if err := tmp.Sync(); err != nil {
 		return res, fmt.Errorf("import model: write %s: %w", tmp.Name(), err)
 	}
