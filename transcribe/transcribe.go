@@ -73,10 +73,10 @@ type Transcriber struct {
 	// autoIDs are whisper's ids of AutoLanguages when the language is
 	// detected per utterance (auto on a multilingual model), else nil.
 	autoIDs []int
-	pool   chan *wctx
-	all    []*wctx
-	done   chan struct{} // closed by Close
-	once   sync.Once
+	pool    chan *wctx
+	all     []*wctx
+	done    chan struct{} // closed by Close
+	once    sync.Once
 }
 
 // ErrClosed is returned by Transcribe after Close.
