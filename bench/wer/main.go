@@ -1,6 +1,7 @@
 // Command wer scores transcripts of the shared English reference clips by
 // group (sentences, short commands, wake words) with the project's WER rules
-// (package transcribe/wer). Input: one or more TSV files of "clip<TAB>text"
+// (package transcribe/wer), or with -joined a transcript of all of them in
+// one file against the references joined. Input: one or more TSV files of "clip<TAB>text"
 // lines (extra columns ignored), each a system to compare; a clip may span
 // several lines (utterances) and they are joined.
 //
@@ -21,6 +22,7 @@ import (
 func main() {
 	manifest := flag.String("manifest", "../shared/audio/MANIFEST.tsv", "clip manifest")
 	perClip := flag.Bool("clips", false, "also print each clip that has errors")
+	joined := flag.Bool("joined", false, "each TSV holds the transcript of all clips in one file (manifest order, as bench/speechbench.sh concatenates them): score it against the references joined")
 	flag.Parse()
 	clips, err := wer.ReadManifest(*manifest)
 	if err != nil {
@@ -28,7 +30,11 @@ func main() {
 		os.Exit(2)
 	}
 	en := wer.English(clips)
-	fmt.Printf("| system | WER all | %s |\n|---|---|%s\n", strings.Join(wer.GroupNames, " | "), strings.Repeat("---|", len(wer.GroupNames)))
+	if *joined {
+		fmt.Printf("| system | WER (all clips in one file) |\n|---|---|\n")
+	} else {
+		fmt.Printf("| system | WER all | %s |\n|---|---|%s\n", strings.Join(wer.GroupNames, " | "), strings.Repeat("---|", len(wer.GroupNames)))
+	}
 	for _, arg := range flag.Args() {
 		name, path, ok := strings.Cut(arg, "=")
 		if !ok {
@@ -38,6 +44,19 @@ func main() {
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(2)
+		}
+		if *joined {
+			var ref, text []string
+			for _, c := range en {
+				ref = append(ref, c.Transcript)
+			}
+			for _, t := range hyp {
+				text = append(text, t)
+			}
+			var tl wer.Tally
+			tl.Add(strings.Join(ref, " "), strings.Join(text, " "))
+			fmt.Printf("| %s | %.1f %% |\n", name, tl.WER())
+			continue
 		}
 		all, groups := wer.Report(en, hyp)
 		row := []string{name, fmt.Sprintf("%.1f %%", all.WER())}
