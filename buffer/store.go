@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -74,6 +75,12 @@ type Options struct {
 	IndexCacheSize   int64         // default 4 MiB
 	GCInterval       time.Duration // value-log GC period; default 10m; negative disables
 
+	// EncryptionKey (16, 24 or 32 bytes: AES-128/192/256) encrypts the
+	// whole store at rest with Badger's encryption: tables, value log
+	// (journaled audio included) and write-ahead log. nil: not encrypted.
+	// A store is opened with the key it was created with (see Rekey).
+	EncryptionKey []byte
+
 	Logger *slog.Logger // nil means slog.Default()
 }
 
@@ -115,6 +122,11 @@ func (o Options) withDefaults() (Options, error) {
 	if o.ReserveBytes <= 0 {
 		o.ReserveBytes = 4*o.MemTableSize + 8<<20
 	}
+	switch len(o.EncryptionKey) {
+	case 0, 16, 24, 32:
+	default:
+		return o, fmt.Errorf("option encryption key: %d bytes, want 16, 24 or 32 (AES-128/192/256)", len(o.EncryptionKey))
+	}
 	if o.GCInterval == 0 {
 		o.GCInterval = 10 * time.Minute
 	}
@@ -140,6 +152,10 @@ type Store struct {
 	db   *badger.DB
 
 	seq         uint64 // last assigned sequence
+	committed   uint64 // last sequence a committed write stored
+	ident       *identity
+	storeID     string
+	unreadable  int    // outbox entries whose value could not be read at Open (sent as dead letters)
 	listenFloor uint64 // listen records with seq <= floor were moved into a batch
 	acct        accounting
 	// recovering is set when Badger itself failed a write for lack of
@@ -169,6 +185,7 @@ type Store struct {
 // Key layout (see docs/storage.md).
 var (
 	keySchema      = []byte("m/schema")
+	keyStoreID     = []byte("m/store_id")
 	keyMode        = []byte("s/mode")
 	keySeq         = []byte("s/seq")
 	keyListenFloor = []byte("s/lfloor")
@@ -222,7 +239,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		notify:    make(chan struct{}, 1),
 		minInodes: minFreeInodes,
 	}
-	if err := s.openDB(); err != nil {
+	if err := s.openChecked(); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -259,6 +276,10 @@ func (s *Store) badgerOptions() badger.Options {
 		WithNumVersionsToKeep(1).
 		WithDetectConflicts(false). // writers are serialised by Store.mu
 		WithVerifyValueChecksum(true).
+		// Tables are verified whole before Open (preflight); blocks are
+		// verified as they are read.
+		WithChecksumVerificationMode(options.OnBlockRead).
+		WithEncryptionKey(o.EncryptionKey).
 		WithMetricsEnabled(false)
 }
 
@@ -270,7 +291,7 @@ func (s *Store) openDB() error {
 	if err := s.checkSpace(-1); err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}
-	db, err := badger.Open(s.badgerOptions())
+	db, err := openBadger(s.badgerOptions())
 	if err != nil {
 		return fmt.Errorf("open store in %s: %w", s.dir, s.classify(err))
 	}
@@ -310,6 +331,7 @@ func (s *Store) loadState(db *badger.DB) error {
 		// On a reopen the in-memory counter may be ahead (sequences of
 		// failed writes are skipped): never go back.
 		s.seq = max(s.seq, seq)
+		s.committed = max(s.committed, seq)
 		if s.listenFloor, err = getUint64(txn, keyListenFloor); err != nil && !errors.Is(err, badger.ErrKeyNotFound) {
 			return fmt.Errorf("read listen floor: %w", err)
 		}
@@ -356,9 +378,19 @@ func (s *Store) Close() error {
 	s.dbMu.Lock()
 	defer s.dbMu.Unlock()
 	if s.db == nil { // retired after a disk-full failure, closed above
-		return nil
+		return s.closeIdentity()
 	}
 	if err := s.db.Close(); err != nil {
+		if s.ident != nil && s.ident.f != nil {
+			_ = s.ident.f.Close() // unclean: the next Open resumes above the lease
+		}
+		return fmt.Errorf("close store in %s: %w", s.dir, err)
+	}
+	return s.closeIdentity()
+}
+
+func (s *Store) closeIdentity() error {
+	if err := s.ident.close(s.committed, s.seq); err != nil {
 		return fmt.Errorf("close store in %s: %w", s.dir, err)
 	}
 	return nil
@@ -452,6 +484,11 @@ func (s *Store) writeLocked(what string, needSpace int64, fn func(txn *badger.Tx
 		s.noteErr(what, err)
 		return fmt.Errorf("%s: %w", what, err)
 	}
+	if err := s.ident.ensureLease(s.seq + 1); err != nil {
+		s.noteErr(what, err)
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	prev := s.seq
 	s.dbMu.RLock()
 	db := s.db
 	txn := db.NewTransaction(true)
@@ -474,6 +511,17 @@ func (s *Store) writeLocked(what string, needSpace int64, fn func(txn *badger.Tx
 	}
 	if after != nil {
 		after()
+	}
+	if s.seq != prev {
+		s.committed = s.seq
+		if s.opts.Sync == SyncAlways {
+			// Committed and fsynced: record the high-water mark (a
+			// write without fsync: it must survive the process, the
+			// lease covers a power cut).
+			if err := s.ident.advance(s.seq); err != nil {
+				s.log.Warn("record sequence high-water mark", "err", err)
+			}
+		}
 	}
 	return nil
 }
@@ -553,11 +601,30 @@ func every(ctx context.Context, d time.Duration, fn func()) {
 
 // syncOnce is the periodic fsync of sync policy "interval".
 func (s *Store) syncOnce() {
-	s.dbMu.RLock()
-	defer s.dbMu.RUnlock()
-	if s.db != nil {
+	s.mu.Lock()
+	committed := s.committed
+	s.mu.Unlock()
+	synced := func() bool {
+		s.dbMu.RLock()
+		defer s.dbMu.RUnlock()
+		if s.db == nil {
+			return false
+		}
 		if err := s.db.Sync(); err != nil {
 			s.log.Error("periodic sync", "err", err)
+			return false
+		}
+		return true
+	}()
+	if !synced {
+		return
+	}
+	// Everything committed before the sync is durable now.
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		if err := s.ident.advance(committed); err != nil {
+			s.log.Warn("record sequence high-water mark", "err", err)
 		}
 	}
 }

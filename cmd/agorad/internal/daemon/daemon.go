@@ -714,7 +714,7 @@ func (d *Daemon) health() metrics.Health {
 
 func (d *Daemon) protocolStatus() protocol.Status {
 	n, _ := d.store.ListenCount()
-	return protocol.Status{Mode: d.router.Mode(), Buffered: n, Version: d.opts.Version, Model: d.model, UpdatedAt: time.Now()}
+	return protocol.Status{Mode: d.router.Mode(), Buffered: n, Version: d.opts.Version, Model: d.model, StoreID: d.store.StoreID(), UpdatedAt: time.Now()}
 }
 
 // HandleCommand acts on the backend's set_mode and ping (uplink.CommandHandler).
