@@ -113,7 +113,8 @@ func preflight(dir string, key []byte) (storeFiles, *badger.Manifest, []damage, 
 	}
 	kr, kerr := openKeyRegistry(dir, key, files)
 	if kerr != nil {
-		return files, &mf, append(found, damage{File: keyRegistryName, What: kerr.Error(), Key: errors.Is(kerr, ErrKey)}), nil
+		what := strings.TrimSuffix(kerr.Error(), ": "+ErrKey.Error())
+		return files, &mf, append(found, damage{File: keyRegistryName, What: what, Key: errors.Is(kerr, ErrKey)}), nil
 	}
 	for _, id := range ids {
 		p, ok := files.tables[id]

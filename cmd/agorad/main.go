@@ -22,6 +22,7 @@ const (
 	exitOK     = 0
 	exitFailed = 1 // some inputs failed
 	exitUsage  = 2 // usage or configuration error
+	// 3: run with a file input, outbox not drained; 4: store refused (exitStore)
 )
 
 func main() {
@@ -39,6 +40,7 @@ commands:
   devices                  list audio input devices
   model fetch NAME         download a model from the catalog into ./models
   model list               list the models in the catalog
+  store check|salvage|rekey  verify, rescue or re-key the store (agorad store for flags)
   version                  print the version
   help                     print this help
 `
@@ -59,6 +61,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return cmdDevices(rest, stdout, stderr, listDevices)
 	case "model":
 		return cmdModel(ctx, rest, stdout, stderr)
+	case "store":
+		return cmdStore(ctx, rest, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintf(stdout, "agorad %s%s\n", version, revision())
 		return exitOK

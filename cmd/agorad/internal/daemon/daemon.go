@@ -38,6 +38,7 @@ const (
 	ExitFailure   = 1 // the daemon could not start or failed while running
 	ExitUsage     = 2 // bad flags or configuration
 	ExitUndrained = 3 // file input: processed, but the outbox was not drained in time (entries stay stored)
+	ExitStore     = 4 // the store is damaged, rolled back, replaced or its encryption key is wrong or missing: refused to start
 )
 
 // Options are what `agorad run` passes in after flags override the config.
@@ -150,13 +151,24 @@ func newDaemon(o Options) (*Daemon, int, error) {
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return nil, ExitFailure, fmt.Errorf("create state dir %s: %w", cfg.StateDir, err)
 	}
+	var key []byte
+	if cfg.Storage.EncryptionKeyFile != "" {
+		if key, err = buffer.ReadKeyFile(cfg.Storage.EncryptionKeyFile); err != nil {
+			return nil, ExitStore, fmt.Errorf("storage.encryption_key_file: %w", err)
+		}
+	}
 	d.store, err = buffer.Open(filepath.Join(cfg.StateDir, "store"), buffer.Options{
 		MaxBytes: cfg.Storage.MaxBytes, MaxItems: cfg.Storage.MaxItems,
 		Sync: cfg.Storage.Sync, AudioRetention: cfg.Storage.AudioRetention,
-		Logger: log,
+		EncryptionKey: key,
+		Logger:        log,
 	})
 	if err != nil {
-		return nil, ExitFailure, fmt.Errorf("open store: %w", err)
+		code := ExitFailure
+		if errors.Is(err, buffer.ErrDamaged) || errors.Is(err, buffer.ErrRolledBack) || errors.Is(err, buffer.ErrKey) {
+			code = ExitStore
+		}
+		return nil, code, fmt.Errorf("open store: %w", err)
 	}
 
 	d.sounds = newSounder(cfg.Sounds, log)
