@@ -2,9 +2,13 @@ package buffer
 
 import (
 	"bytes"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/dgraph-io/badger/v4"
@@ -30,6 +34,9 @@ func (s *Store) openChecked() error {
 	if ident != nil && ident.Seq > 0 && !files.manifest {
 		return s.refuseRollback(fmt.Sprintf("the store directory is empty, but store %s had reached seq %d (recorded in %s): "+
 			"the store was deleted or replaced", ident.ID, ident.Seq, ident.path))
+	}
+	if err := protectLastVlog(s.dir, files); err != nil {
+		return fmt.Errorf("open store in %s: %w", s.dir, err)
 	}
 	if err := s.openDB(); err != nil {
 		return err
@@ -63,6 +70,8 @@ func (s *Store) openChecked() error {
 		s.log.Error("outbox entries are unreadable (value-log damage): they are sent as dead letters; run `agorad store check` for the details",
 			"entries", s.unreadable)
 	}
+	s.identMu.Lock()
+	defer s.identMu.Unlock()
 	return s.ident.open()
 }
 
@@ -139,32 +148,32 @@ func (s *Store) adoptIdentity(ident *identity) error {
 		if err := writeID(id); err != nil {
 			return err
 		}
-		if ident, err = createIdentity(s.dir, id, s.committed); err != nil {
+		if ident, err = createIdentity(s.dir, id, s.committed.Load()); err != nil {
 			return err
 		}
-		if s.committed > 0 {
-			s.log.Info("store identity created for an existing store", "store_id", id, "seq", s.committed)
+		if s.committed.Load() > 0 {
+			s.log.Info("store identity created for an existing store", "store_id", id, "seq", s.committed.Load())
 		}
 	case ident == nil:
 		s.log.Warn("store identity file missing: recreated from the store (a rollback before now cannot be detected)",
-			"store_id", stored, "seq", s.committed, "file", identityPath(s.dir))
-		if ident, err = createIdentity(s.dir, stored, s.committed); err != nil {
+			"store_id", stored, "seq", s.committed.Load(), "file", identityPath(s.dir))
+		if ident, err = createIdentity(s.dir, stored, s.committed.Load()); err != nil {
 			return err
 		}
-	case stored == "" && s.committed == 0 && ident.Seq == 0:
+	case stored == "" && s.committed.Load() == 0 && ident.Seq == 0:
 		// Created, then stopped before the id reached the store.
 		if err := writeID(ident.ID); err != nil {
 			return err
 		}
 	case stored == "":
 		return s.refuseRollback(fmt.Sprintf("the store has no store id and seq %d, but store %s had reached seq %d "+
-			"(recorded in %s): it is empty, lost its recent files or was replaced", s.committed, ident.ID, ident.Seq, ident.path))
+			"(recorded in %s): it is empty, lost its recent files or was replaced", s.committed.Load(), ident.ID, ident.Seq, ident.path))
 	case stored != ident.ID:
 		return s.refuseRollback(fmt.Sprintf("the store is %s, but %s was here (recorded in %s, seq %d): the store was replaced",
 			stored, ident.ID, ident.path, ident.Seq))
-	case s.committed < ident.Seq:
+	case s.committed.Load() < ident.Seq:
 		return s.refuseRollback(fmt.Sprintf("the store's last seq is %d, but it had reached seq %d (recorded in %s): "+
-			"it lost its most recent writes (write-ahead log or tables damaged or missing)", s.committed, ident.Seq, ident.path))
+			"it lost its most recent writes (write-ahead log or tables damaged or missing)", s.committed.Load(), ident.Seq, ident.path))
 	}
 	s.ident = ident
 	s.storeID = ident.ID
@@ -226,3 +235,55 @@ func checkValue(key, v []byte, size int64) error {
 func (s *Store) StoreID() string { return s.storeID }
 
 func jsonValid(v []byte) bool { return json.Valid(v) }
+
+// protectLastVlog keeps Badger from cutting the newest value-log file at
+// its first damaged entry. Badger's Open reads the last value-log file up to
+// its first bad entry and truncates it there (meant for a torn write), which
+// turns one garbled value into the loss of every value written after it
+// (measured: one garbled utterance of 53 lost the 26 after it). A file with
+// the next number holding only a header becomes the last one instead:
+// Badger finds it empty, starts a new file as it always does, and deletes
+// the empty one at the next Open. A torn tail in the older file is never
+// referenced (its pointer was never committed) and stays garbage until
+// value-log GC.
+func protectLastVlog(dir string, files storeFiles) error {
+	var maxFid uint64
+	var last string
+	for _, p := range files.vlogs {
+		fid, err := strconv.ParseUint(strings.TrimSuffix(filepath.Base(p), ".vlog"), 10, 32)
+		if err != nil {
+			continue
+		}
+		if last == "" || fid > maxFid {
+			maxFid, last = fid, p
+		}
+	}
+	if last == "" {
+		return nil
+	}
+	st, err := os.Stat(last)
+	if err != nil || st.Size() <= vlogHeaderLen {
+		return err
+	}
+	// The header: data key id 0 (none: the file holds no data) and an IV.
+	hdr := make([]byte, vlogHeaderLen)
+	if _, err := rand.Read(hdr[8:]); err != nil {
+		return err
+	}
+	p := filepath.Join(dir, fmt.Sprintf("%06d.vlog", maxFid+1))
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	if err != nil {
+		return fmt.Errorf("protect the value log: %w", err)
+	}
+	_, err = f.Write(hdr)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err != nil {
+		return fmt.Errorf("protect the value log: %w", err)
+	}
+	return nil
+}
+
+// vlogHeaderLen is the header of a Badger value-log file (key id, IV).
+const vlogHeaderLen = 20

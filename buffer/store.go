@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
@@ -151,8 +152,11 @@ type Store struct {
 	dbMu sync.RWMutex
 	db   *badger.DB
 
-	seq         uint64 // last assigned sequence
-	committed   uint64 // last sequence a committed write stored
+	seq       uint64        // last assigned sequence
+	committed atomic.Uint64 // last sequence a committed write stored (read by the periodic sync)
+	// identMu guards ident's file writes: the periodic sync must not take
+	// mu (Close holds mu while it waits for the background goroutines).
+	identMu     sync.Mutex
 	ident       *identity
 	storeID     string
 	unreadable  int    // outbox entries whose value could not be read at Open (sent as dead letters)
@@ -331,7 +335,7 @@ func (s *Store) loadState(db *badger.DB) error {
 		// On a reopen the in-memory counter may be ahead (sequences of
 		// failed writes are skipped): never go back.
 		s.seq = max(s.seq, seq)
-		s.committed = max(s.committed, seq)
+		s.committed.Store(max(s.committed.Load(), seq))
 		if s.listenFloor, err = getUint64(txn, keyListenFloor); err != nil && !errors.Is(err, badger.ErrKeyNotFound) {
 			return fmt.Errorf("read listen floor: %w", err)
 		}
@@ -381,16 +385,21 @@ func (s *Store) Close() error {
 		return s.closeIdentity()
 	}
 	if err := s.db.Close(); err != nil {
+		s.identMu.Lock()
 		if s.ident != nil && s.ident.f != nil {
 			_ = s.ident.f.Close() // unclean: the next Open resumes above the lease
+			s.ident.f = nil
 		}
+		s.identMu.Unlock()
 		return fmt.Errorf("close store in %s: %w", s.dir, err)
 	}
 	return s.closeIdentity()
 }
 
 func (s *Store) closeIdentity() error {
-	if err := s.ident.close(s.committed, s.seq); err != nil {
+	s.identMu.Lock()
+	defer s.identMu.Unlock()
+	if err := s.ident.close(s.committed.Load(), s.seq); err != nil {
 		return fmt.Errorf("close store in %s: %w", s.dir, err)
 	}
 	return nil
@@ -484,7 +493,10 @@ func (s *Store) writeLocked(what string, needSpace int64, fn func(txn *badger.Tx
 		s.noteErr(what, err)
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	if err := s.ident.ensureLease(s.seq + 1); err != nil {
+	s.identMu.Lock()
+	err := s.ident.ensureLease(s.seq + 1)
+	s.identMu.Unlock()
+	if err != nil {
 		s.noteErr(what, err)
 		return fmt.Errorf("%s: %w", what, err)
 	}
@@ -513,12 +525,15 @@ func (s *Store) writeLocked(what string, needSpace int64, fn func(txn *badger.Tx
 		after()
 	}
 	if s.seq != prev {
-		s.committed = s.seq
+		s.committed.Store(s.seq)
 		if s.opts.Sync == SyncAlways {
 			// Committed and fsynced: record the high-water mark (a
 			// write without fsync: it must survive the process, the
 			// lease covers a power cut).
-			if err := s.ident.advance(s.seq); err != nil {
+			s.identMu.Lock()
+			err := s.ident.advance(s.seq)
+			s.identMu.Unlock()
+			if err != nil {
 				s.log.Warn("record sequence high-water mark", "err", err)
 			}
 		}
@@ -601,9 +616,7 @@ func every(ctx context.Context, d time.Duration, fn func()) {
 
 // syncOnce is the periodic fsync of sync policy "interval".
 func (s *Store) syncOnce() {
-	s.mu.Lock()
-	committed := s.committed
-	s.mu.Unlock()
+	committed := s.committed.Load()
 	synced := func() bool {
 		s.dbMu.RLock()
 		defer s.dbMu.RUnlock()
@@ -620,9 +633,9 @@ func (s *Store) syncOnce() {
 		return
 	}
 	// Everything committed before the sync is durable now.
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if !s.closed {
+	s.identMu.Lock()
+	defer s.identMu.Unlock()
+	if s.ident != nil && s.ident.f != nil { // not closed
 		if err := s.ident.advance(committed); err != nil {
 			s.log.Warn("record sequence high-water mark", "err", err)
 		}
