@@ -34,7 +34,8 @@ test: deps shim vet
 	$(GO) test -count=1 -timeout 40m $(PKGS)
 	$(MAKE) fuzz
 
-# Fuzz targets, FUZZTIME each (their seed corpora run in every go test).
+# Fuzz targets, each for a bounded time (make test runs them; FUZZTIME=5m
+# for a longer hunt). Go fuzzes one target per invocation.
 FUZZTIME ?= 20s
 fuzz: shim
 	$(GO) test -run '^$$' -fuzz '^FuzzStoreCodec$$' -fuzztime $(FUZZTIME) ./buffer/
