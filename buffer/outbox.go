@@ -178,6 +178,7 @@ func (s *Store) deleteSome(ids []string) error {
 	// they are how space comes back.
 	return s.writeLocked("delete delivered entries", -1, func(txn *badger.Txn, _ uint64) (func(), error) {
 		var delta accounting
+		unreadable := 0
 		for _, id := range ids {
 			if ok, isUnreadable := unreadableKey(id); isUnreadable {
 				d, err := deleteUnreadable(txn, ok)
@@ -186,6 +187,7 @@ func (s *Store) deleteSome(ids []string) error {
 				}
 				delta.add(areaOf2(ok), d.count, d.bytes)
 				delta.add(areaIndex, 0, d.indexBytes)
+				unreadable -= d.count
 				continue
 			}
 			ik := indexKey(id)
@@ -219,6 +221,7 @@ func (s *Store) deleteSome(ids []string) error {
 			for ar := range numAreas {
 				s.acct.add(ar, delta.count[ar], delta.bytes[ar])
 			}
+			s.unreadable = max(0, s.unreadable-unreadable)
 		}, nil
 	})
 }
@@ -230,5 +233,5 @@ func (s *Store) OutboxCount() (int, error) {
 	if s.closed {
 		return 0, fmt.Errorf("count outbox: %w", ErrClosed)
 	}
-	return s.acct.count[areaControl] + s.acct.count[areaData], nil
+	return s.acct.n(areaControl) + s.acct.n(areaData), nil
 }

@@ -69,6 +69,9 @@ func TestGarbledOutboxEntryBecomesDeadLetter(t *testing.T) {
 		t.Fatalf("open store with one garbled outbox entry: %v", err)
 	}
 	t.Cleanup(func() { st.Close() })
+	if st, err := st.Stats(); err != nil || st.Unreadable != 1 || st.OutboxData != 53 {
+		t.Fatalf("at open: unreadable %d, outbox %d (%v), want 1 of 53", st.Unreadable, st.OutboxData, err)
+	}
 	b := brokertest.Start(t)
 	sub := b.Subscribe(t, "agora/v1/dev-x/+")
 	c := newClient(t, testOptions("dev-x", b.URL()), st, nil)
@@ -104,6 +107,9 @@ func TestGarbledOutboxEntryBecomesDeadLetter(t *testing.T) {
 		if !strings.Contains(string(data[i].Payload), `"store_id":"`+st.StoreID()+`"`) {
 			t.Errorf("message %d carries no store_id %s: %.200s", i, st.StoreID(), data[i].Payload)
 		}
+	}
+	if st, err := st.Stats(); err != nil || st.Unreadable != 0 || st.OutboxData != 0 {
+		t.Errorf("after delivery: unreadable %d, outbox %d (%v)", st.Unreadable, st.OutboxData, err)
 	}
 	if delivered != 52 {
 		t.Errorf("%d of the 52 readable entries delivered", delivered)
