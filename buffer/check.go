@@ -19,9 +19,24 @@ import (
 
 // CheckOptions configure Check and Salvage.
 type CheckOptions struct {
-	EncryptionKey []byte       // the store's key (nil: not encrypted)
-	TempDir       string       // where the working copy goes; os.TempDir() when empty
-	Logger        *slog.Logger // Badger's messages about the copy; nil discards them
+	EncryptionKey []byte // the store's key (nil: not encrypted)
+	// Salvage only: the new store's key. nil: the same as EncryptionKey,
+	// unless TargetPlain (the new store is not encrypted). This is how a
+	// plain store becomes encrypted, or an encrypted one plain.
+	TargetKey   []byte
+	TargetPlain bool
+	TempDir     string       // where the working copy goes; os.TempDir() when empty
+	Logger      *slog.Logger // Badger's messages about the copy; nil discards them
+}
+
+func (o CheckOptions) targetKey() []byte {
+	switch {
+	case o.TargetPlain:
+		return nil
+	case o.TargetKey != nil:
+		return o.TargetKey
+	}
+	return o.EncryptionKey
 }
 
 func (o CheckOptions) logger() *slog.Logger {

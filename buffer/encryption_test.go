@@ -199,6 +199,30 @@ func TestEncryptionAtRest(t *testing.T) {
 		t.Errorf("salvaged store holds plain text: %v", hits)
 	}
 
+	// A plain store salvaged into an encrypted one, and back.
+	enc := filepath.Join(t.TempDir(), "encrypted")
+	if _, err := Salvage(plain, enc, CheckOptions{TargetKey: key, TempDir: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	if hits := grepDir(t, []byte("kluis"), enc); len(hits) > 0 {
+		t.Errorf("plain store salvaged with a key holds plain text: %v", hits)
+	}
+	back := filepath.Join(t.TempDir(), "plain-again")
+	if _, err := Salvage(enc, back, CheckOptions{EncryptionKey: key, TargetPlain: true, TempDir: t.TempDir()}); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		dir string
+		key []byte
+	}{{enc, key}, {back, nil}} {
+		s, err := Open(c.dir, Options{Logger: quiet(), EncryptionKey: c.key})
+		if err != nil {
+			t.Fatalf("open %s: %v", c.dir, err)
+		}
+		want(t, s)
+		s.Close()
+	}
+
 	// The key registry gone: the data keys with it. Refused, not a new store.
 	if err := os.Remove(filepath.Join(dir, keyRegistryName)); err != nil {
 		t.Fatal(err)

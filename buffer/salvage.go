@@ -28,7 +28,10 @@ func Salvage(from, to string, o CheckOptions) (Report, error) {
 
 	logger := o.logger()
 	dst := &Store{dir: to, log: logger}
-	dst.opts, _ = Options{EncryptionKey: o.EncryptionKey, Logger: logger}.withDefaults()
+	dst.opts, err = Options{EncryptionKey: o.targetKey(), Logger: logger}.withDefaults()
+	if err != nil {
+		return r, fmt.Errorf("salvage: %w", err)
+	}
 	if err := os.MkdirAll(to, 0o700); err != nil {
 		return r, fmt.Errorf("salvage: create %s: %w", to, err)
 	}
@@ -76,7 +79,7 @@ func Salvage(from, to string, o CheckOptions) (Report, error) {
 	}
 	r.compareIdentity()
 	// Open creates the new identity (and checks what was written).
-	s, err := Open(to, Options{EncryptionKey: o.EncryptionKey, Logger: logger, GCInterval: -1})
+	s, err := Open(to, Options{EncryptionKey: o.targetKey(), Logger: logger, GCInterval: -1})
 	if err != nil {
 		return r, fmt.Errorf("salvage: open the new store: %w", err)
 	}

@@ -21,8 +21,9 @@ const storeUsage = `usage:
   agorad store check   [-c FILE] [--state-dir DIR] [--json]
       verify every file, key, value and checksum of the store (never changes it);
       exit 0 when intact, 1 when damaged, 4 when it cannot be read at all (key)
-  agorad store salvage [-c FILE] [--state-dir DIR] --to NEWDIR
-      copy every readable record, in order, into a new store (new store_id) in NEWDIR;
+  agorad store salvage [-c FILE] [--state-dir DIR] --to NEWDIR [--new-key-file F | --plain]
+      copy every readable record, in order, into a new store (new store_id) in NEWDIR,
+      encrypted like the old one, with F's key, or not at all (--plain);
       the damaged store is not changed; exit 1 when something could not be read
   agorad store rekey   [-c FILE] [--state-dir DIR] --new-key-file FILE
       re-encrypt the store's key registry under a new master key (agorad stopped);
@@ -44,7 +45,8 @@ func cmdStore(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		stateDir = fs.String("state-dir", "", "state directory (the store is its store/ subdirectory)")
 		asJSON   = fs.Bool("json", false, "check: print the report as JSON")
 		to       = fs.String("to", "", "salvage: the new store directory (must not exist or be empty)")
-		newKey   = fs.String("new-key-file", "", "rekey: the new key file")
+		newKey   = fs.String("new-key-file", "", "rekey: the new key file; salvage: encrypt the new store with this key")
+		plain    = fs.Bool("plain", false, "salvage: the new store is not encrypted")
 		tmp      = fs.String("tmp", "", "directory for the working copy (default $TMPDIR)")
 	)
 	if err := fs.Parse(args[1:]); err != nil {
@@ -95,6 +97,13 @@ func cmdStore(_ context.Context, args []string, stdout, stderr io.Writer) int {
 			fmt.Fprintln(stderr, "agorad store salvage: --to NEWDIR is required")
 			return exitUsage
 		}
+		if *newKey != "" {
+			if opts.TargetKey, err = buffer.ReadKeyFile(*newKey); err != nil {
+				fmt.Fprintf(stderr, "agorad store salvage: --new-key-file: %v\n", err)
+				return exitUsage
+			}
+		}
+		opts.TargetPlain = *plain
 		r, err := buffer.Salvage(dir, *to, opts)
 		if err != nil {
 			fmt.Fprintf(stderr, "agorad store salvage: %v\n", err)
