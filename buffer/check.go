@@ -64,6 +64,7 @@ type Report struct {
 	Retained   int      `json:"retained"`
 	OtherKeys  int      `json:"other_keys"`           // state, index, schema
 	Unreadable []string `json:"unreadable,omitempty"` // keys whose value could not be read or decoded
+	Recovered  int      `json:"recovered,omitempty"`  // keys read block by block from damaged tables
 	Copied     int      `json:"copied,omitempty"`     // Salvage: key/value pairs written to the new store
 	NewStoreID string   `json:"new_store_id,omitempty"`
 }
@@ -80,13 +81,13 @@ func (r Report) Damaged() bool {
 // against its identity file. A damaged store gives a Report with Damaged()
 // true and a nil error; the error is for failing to look at all.
 func Check(dir string, o CheckOptions) (Report, error) {
-	r, db, cleanup, err := openCopy(dir, o)
+	r, db, rec, cleanup, err := openCopy(dir, o)
 	if err != nil {
 		return r, err
 	}
 	defer cleanup()
 	err = db.View(func(txn *badger.Txn) error {
-		return scanAll(txn, &r, nil)
+		return scanAll(txn, &r, rec, nil)
 	})
 	if err != nil {
 		return r, fmt.Errorf("check store %s: %w", dir, err)
@@ -106,18 +107,12 @@ func (r *Report) compareIdentity() {
 }
 
 // scanAll reads every key and value, counting them in r; put (when not
-// nil) gets every readable pair.
-func scanAll(txn *badger.Txn, r *Report, put func(k, v []byte) error) error {
-	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false})
-	defer it.Close()
-	for it.Rewind(); it.Valid(); it.Next() {
-		item := it.Item()
-		k := item.Key()
+// nil) gets every readable pair. rec (from damaged tables, newer than
+// what the healthy tables hold) overrides and adds.
+func scanAll(txn *badger.Txn, r *Report, rec map[string]recovered, put func(k, v []byte) error) error {
+	one := func(k, v []byte, size int64) error {
 		var bad error
-		err := item.Value(func(v []byte) error {
-			if bad = checkValue(k, v, item.ValueSize()); bad != nil {
-				return nil
-			}
+		if bad = checkValue(k, v, size); bad == nil {
 			switch {
 			case bytes.Equal(k, keySeq):
 				if len(v) == 8 {
@@ -127,41 +122,78 @@ func scanAll(txn *badger.Txn, r *Report, put func(k, v []byte) error) error {
 				r.StoreID = string(v)
 			}
 			if put != nil {
-				return put(item.KeyCopy(nil), append([]byte(nil), v...))
+				if err := put(append([]byte(nil), k...), append([]byte(nil), v...)); err != nil {
+					return err
+				}
 			}
-			return nil
-		})
-		if err != nil {
-			return err
 		}
-		if bad != nil {
-			r.Unreadable = append(r.Unreadable, fmt.Sprintf("%q: %v", k, bad))
+		r.count(k, bad)
+		return nil
+	}
+	it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: false})
+	defer it.Close()
+	for it.Rewind(); it.Valid(); it.Next() {
+		item := it.Item()
+		k := item.Key()
+		if x, ok := rec[string(k)]; ok {
+			delete(rec, string(k))
+			if err := r.recoveredOne(k, x, one); err != nil {
+				return err
+			}
 			continue
 		}
-		ar, ok := areaOf(k)
-		switch {
-		case !ok || ar == areaIndex:
-			r.OtherKeys++
-		case ar == areaListen:
-			r.Listen++
-		case ar == areaControl || ar == areaData:
-			r.Outbox++
-		case ar == areaJournal:
-			r.Journal++
-		case ar == areaRetained:
-			r.Retained++
+		if err := item.Value(func(v []byte) error { return one(k, v, item.ValueSize()) }); err != nil {
+			return err
+		}
+	}
+	for k, x := range rec {
+		if err := r.recoveredOne([]byte(k), x, one); err != nil {
+			return err
 		}
 	}
 	return nil
 }
 
+func (r *Report) recoveredOne(k []byte, x recovered, one func(k, v []byte, size int64) error) error {
+	switch {
+	case x.deleted:
+		return nil
+	case x.err != nil:
+		r.count(k, x.err)
+		return nil
+	}
+	r.Recovered++
+	return one(k, x.value, int64(len(x.value)))
+}
+
+// count adds one key to the report: readable (bad nil) or not.
+func (r *Report) count(k []byte, bad error) {
+	if bad != nil {
+		r.Unreadable = append(r.Unreadable, fmt.Sprintf("%q: %v", k, bad))
+		return
+	}
+	ar, ok := areaOf(k)
+	switch {
+	case !ok || ar == areaIndex:
+		r.OtherKeys++
+	case ar == areaListen:
+		r.Listen++
+	case ar == areaControl || ar == areaData:
+		r.Outbox++
+	case ar == areaJournal:
+		r.Journal++
+	case ar == areaRetained:
+		r.Retained++
+	}
+}
+
 // openCopy copies the store into a temporary directory, makes the copy
 // openable (MANIFEST rebuilt from the tables that verify, unreadable tables
 // left out) and opens it. The original is only read.
-func openCopy(dir string, o CheckOptions) (Report, *badger.DB, func(), error) {
+func openCopy(dir string, o CheckOptions) (Report, *badger.DB, map[string]recovered, func(), error) {
 	r := Report{Dir: dir}
 	if _, err := os.Stat(dir); err != nil {
-		return r, nil, nil, fmt.Errorf("check store: %w", err)
+		return r, nil, nil, nil, fmt.Errorf("check store: %w", err)
 	}
 	if ident, err := readIdentity(dir); err != nil {
 		r.Identity = err.Error()
@@ -170,22 +202,22 @@ func openCopy(dir string, o CheckOptions) (Report, *badger.DB, func(), error) {
 	}
 	files, mf, found, err := preflight(dir, o.EncryptionKey)
 	if err != nil {
-		return r, nil, nil, fmt.Errorf("check store %s: %w", dir, err)
+		return r, nil, nil, nil, fmt.Errorf("check store %s: %w", dir, err)
 	}
 	for _, d := range found {
 		if d.Key {
-			return r, nil, nil, fmt.Errorf("check store %s: %s: %w", dir, d, ErrKey)
+			return r, nil, nil, nil, fmt.Errorf("check store %s: %s: %w", dir, d, ErrKey)
 		}
 		r.Files = append(r.Files, d.String())
 	}
 	tmp, err := os.MkdirTemp(o.TempDir, "agorad-store-copy-")
 	if err != nil {
-		return r, nil, nil, fmt.Errorf("check store: working copy: %w", err)
+		return r, nil, nil, nil, fmt.Errorf("check store: working copy: %w", err)
 	}
 	cleanup := func() { _ = os.RemoveAll(tmp) }
 	if err := copyStoreFiles(dir, tmp); err != nil {
 		cleanup()
-		return r, nil, nil, fmt.Errorf("check store: working copy: %w", err)
+		return r, nil, nil, nil, fmt.Errorf("check store: working copy: %w", err)
 	}
 	badTables := map[string]bool{}
 	manifestBad := false
@@ -211,10 +243,31 @@ func openCopy(dir string, o CheckOptions) (Report, *badger.DB, func(), error) {
 			}
 		}
 	}
+	// What can be read of the damaged tables, block by block, from the
+	// original (only read).
+	rec := map[string]recovered{}
+	for id, p := range files.tables {
+		if !badTables[filepath.Base(p)] {
+			continue
+		}
+		tm := badger.TableManifest{Compression: badger.DefaultOptions("").Compression}
+		if mf != nil {
+			if old, ok := mf.Tables[id]; ok {
+				tm = old
+			}
+		}
+		got, lost := salvageTable(dir, p, tm)
+		for k, x := range got {
+			if prev, ok := rec[k]; !ok || prev.version < x.version {
+				rec[k] = x
+			}
+		}
+		r.Files = append(r.Files, lost...)
+	}
 	if manifestBad || len(badTables) > 0 || (mf != nil && len(mf.Tables) != len(files.tables)) {
 		if err := rebuildManifest(tmp, files, mf, badTables); err != nil {
 			cleanup()
-			return r, nil, nil, fmt.Errorf("check store: rebuild MANIFEST of the working copy: %w", err)
+			return r, nil, nil, nil, fmt.Errorf("check store: rebuild MANIFEST of the working copy: %w", err)
 		}
 	}
 	logger := o.logger()
@@ -223,9 +276,14 @@ func openCopy(dir string, o CheckOptions) (Report, *badger.DB, func(), error) {
 	db, err := openBadger(s.badgerOptions().WithCompactL0OnClose(false).WithNumCompactors(0))
 	if err != nil {
 		cleanup()
-		return r, nil, nil, fmt.Errorf("check store %s: open the working copy: %w", dir, err)
+		return r, nil, nil, nil, fmt.Errorf("check store %s: open the working copy: %w", dir, err)
 	}
-	return r, db, func() { _ = db.Close(); cleanup() }, nil
+	if err := mergeRecovered(db, rec); err != nil {
+		_ = db.Close()
+		cleanup()
+		return r, nil, nil, nil, fmt.Errorf("check store %s: %w", dir, err)
+	}
+	return r, db, rec, func() { _ = db.Close(); cleanup() }, nil
 }
 
 // copyStoreFiles copies Badger's files (sparse: the value log and the

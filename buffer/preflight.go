@@ -217,7 +217,12 @@ func verifyTable(path string, tm badger.TableManifest, kr *badger.KeyRegistry) (
 	return t.MmapFile.Close(-1)
 }
 
+// firstLine shortens Badger's errors and panics (a panic in its table
+// index code carries a multi-line debug dump) to one line.
 func firstLine(s string) string {
+	if strings.Contains(s, "initIndex crash") {
+		return "table index unreadable (truncated or garbled)"
+	}
 	s = strings.TrimSpace(s)
 	if i := strings.IndexByte(s, '\n'); i >= 0 {
 		return s[:i]

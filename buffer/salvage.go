@@ -20,7 +20,7 @@ func Salvage(from, to string, o CheckOptions) (Report, error) {
 	if err := emptyTarget(to); err != nil {
 		return Report{Dir: from}, err
 	}
-	r, db, cleanup, err := openCopy(from, o)
+	r, db, rec, cleanup, err := openCopy(from, o)
 	if err != nil {
 		return r, err
 	}
@@ -43,7 +43,7 @@ func Salvage(from, to string, o CheckOptions) (Report, error) {
 	var index [][2][]byte // i/ entries, written once their outbox entry is known
 	copied := map[string]bool{}
 	err = db.View(func(txn *badger.Txn) error {
-		return scanAll(txn, &r, func(k, v []byte) error {
+		return scanAll(txn, &r, rec, func(k, v []byte) error {
 			switch {
 			case bytes.Equal(k, keyStoreID):
 				return nil // the new store gets its own
