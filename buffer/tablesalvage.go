@@ -182,4 +182,3 @@ func mergeRecovered(db *badger.DB, rec map[string]recovered) error {
 		return nil
 	})
 }
-
