@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 
 	"github.com/dgraph-io/badger/v4"
@@ -263,6 +264,13 @@ func openCopy(dir string, o CheckOptions) (Report, *badger.DB, map[string]recove
 			}
 		}
 		r.Files = append(r.Files, lost...)
+	}
+	// The write-ahead logs, read past any damage (Badger stops at it).
+	for _, p := range files.mems {
+		lost := salvageWAL(dir, p, rec)
+		if !slices.ContainsFunc(found, func(d damage) bool { return d.File == filepath.Base(p) }) {
+			r.Files = append(r.Files, lost...) // else preflight reported it
+		}
 	}
 	if manifestBad || len(badTables) > 0 || (mf != nil && len(mf.Tables) != len(files.tables)) {
 		if err := rebuildManifest(tmp, files, mf, badTables); err != nil {

@@ -111,6 +111,15 @@ func preflight(dir string, key []byte) (storeFiles, *badger.Manifest, []damage, 
 			found = append(found, damage{File: table.IDToFilename(id), What: "named in MANIFEST but missing"})
 		}
 	}
+	// Badger replays a write-ahead log up to its first bad entry and cuts
+	// the file there: look first, so that what follows the damage is still
+	// there for salvage.
+	for _, p := range files.mems {
+		for _, l := range salvageWAL(dir, p, nil) {
+			found = append(found, damage{File: filepath.Base(p), What: l[len(filepath.Base(p))+2:] +
+				" (valid entries follow: Badger would drop them)"})
+		}
+	}
 	kr, kerr := openKeyRegistry(dir, key, files)
 	if kerr != nil {
 		what := strings.TrimSuffix(kerr.Error(), ": "+ErrKey.Error())
