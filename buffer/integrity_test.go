@@ -126,3 +126,23 @@ func TestCountsNeverNegative(t *testing.T) {
 		t.Errorf("stats %+v (%v)", st, err)
 	}
 }
+
+// BenchmarkIdentityAdvance is the per-write cost of the high-water mark
+// under sync "always" (one pwrite, no fsync), to set against the fsync of
+// the write itself (hundreds of µs, docs/storage.md).
+func BenchmarkIdentityAdvance(b *testing.B) {
+	dir := filepath.Join(b.TempDir(), "s")
+	id, err := createIdentity(dir, "01a2061c-d327-7595-b098-28e6ab60af1e", 0)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := id.open(); err != nil {
+		b.Fatal(err)
+	}
+	defer id.close(id.Seq, id.Seq)
+	for i := 0; b.Loop(); i++ {
+		if err := id.advance(uint64(i + 1)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
