@@ -296,6 +296,9 @@ func TestDamage(t *testing.T) {
 				if got.seq < baseline.seq {
 					t.Errorf("seq went back: %d < %d", got.seq, baseline.seq)
 				}
+				if damaged := got.unreadable > 0; s.vlogDamaged.Load() != damaged {
+					t.Errorf("value-log GC off = %v with %d unreadable entries", s.vlogDamaged.Load(), got.unreadable)
+				}
 				t.Logf("started with all data (%d outbox entries as dead letters)", got.unreadable)
 			}
 			if c.name == "store emptied" {

@@ -69,6 +69,26 @@ func (s *Store) openChecked() error {
 	if s.unreadable > 0 {
 		s.log.Error("outbox entries are unreadable (value-log damage): they are sent as dead letters; run `agorad store check` for the details",
 			"entries", s.unreadable)
+		err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(keyVlogDamaged, []byte{1}) })
+		if err != nil {
+			return fail(fmt.Errorf("open store in %s: mark value-log damage: %w", s.dir, s.classify(err)))
+		}
+	}
+	err = s.db.View(func(txn *badger.Txn) error {
+		_, err := txn.Get(keyVlogDamaged)
+		if err == nil {
+			s.vlogDamaged.Store(true)
+			s.log.Warn("value-log GC is off: this store's value log was damaged (GC would drop the values after the damage); "+
+				"`agorad store salvage --to NEWDIR` makes a clean store", "dir", s.dir)
+			return nil
+		}
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		return err
+	})
+	if err != nil {
+		return fail(fmt.Errorf("open store in %s: %w", s.dir, err))
 	}
 	s.identMu.Lock()
 	defer s.identMu.Unlock()

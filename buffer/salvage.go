@@ -45,8 +45,8 @@ func Salvage(from, to string, o CheckOptions) (Report, error) {
 	err = db.View(func(txn *badger.Txn) error {
 		return scanAll(txn, &r, rec, func(k, v []byte) error {
 			switch {
-			case bytes.Equal(k, keyStoreID):
-				return nil // the new store gets its own
+			case bytes.Equal(k, keyStoreID), bytes.Equal(k, keyVlogDamaged):
+				return nil // the new store gets its own id, and a clean value log
 			case bytes.HasPrefix(k, prefixIndex):
 				index = append(index, [2][]byte{k, v})
 				return nil

@@ -159,8 +159,9 @@ type Store struct {
 	identMu     sync.Mutex
 	ident       *identity
 	storeID     string
-	unreadable  int    // outbox entries whose value could not be read at Open (sent as dead letters)
-	listenFloor uint64 // listen records with seq <= floor were moved into a batch
+	unreadable  int         // outbox entries whose value could not be read at Open (sent as dead letters)
+	vlogDamaged atomic.Bool // keyVlogDamaged is set: no value-log GC
+	listenFloor uint64      // listen records with seq <= floor were moved into a batch
 	acct        accounting
 	// recovering is set when Badger itself failed a write for lack of
 	// space: its in-memory state is then unusable (the mutable memtable is
@@ -188,8 +189,13 @@ type Store struct {
 
 // Key layout (see docs/storage.md).
 var (
-	keySchema      = []byte("m/schema")
-	keyStoreID     = []byte("m/store_id")
+	keySchema  = []byte("m/schema")
+	keyStoreID = []byte("m/store_id")
+	// keyVlogDamaged marks a store whose value log held an unreadable
+	// value. Badger's value-log GC reads a file up to its first bad entry
+	// and then deletes the whole file, so GC stays off for such a store
+	// (for good: the bad bytes stay in the file) until it is salvaged.
+	keyVlogDamaged = []byte("m/vlog_damaged")
 	keyMode        = []byte("s/mode")
 	keySeq         = []byte("s/seq")
 	keyListenFloor = []byte("s/lfloor")
@@ -646,8 +652,8 @@ func (s *Store) syncOnce() {
 func (s *Store) RunGC() {
 	s.dbMu.RLock()
 	defer s.dbMu.RUnlock()
-	if s.db == nil {
-		return
+	if s.db == nil || s.vlogDamaged.Load() {
+		return // see keyVlogDamaged
 	}
 	for s.checkSpace(0) == nil && s.db.RunValueLogGC(0.5) == nil {
 	}
