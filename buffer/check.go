@@ -15,6 +15,7 @@ import (
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/pb"
+	"github.com/dgraph-io/badger/v4/table"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -219,6 +220,23 @@ func openCopy(dir string, o CheckOptions) (Report, *badger.DB, map[string]recove
 	if err := copyStoreFiles(dir, tmp); err != nil {
 		cleanup()
 		return r, nil, nil, nil, fmt.Errorf("check store: working copy: %w", err)
+	}
+	// Tables kept aside at a refused Open (see orphanDir) take part.
+	// Badger may have reused their numbers since: they get new ones.
+	if kept, _ := filepath.Glob(filepath.Join(orphanDir(dir), "*.sst")); len(kept) > 0 {
+		next := uint64(0)
+		for id := range files.tables {
+			next = max(next, id)
+		}
+		for _, p := range kept {
+			next++
+			name := table.IDToFilename(next)
+			if err := copySparse(p, filepath.Join(tmp, name)); err != nil {
+				cleanup()
+				return r, nil, nil, nil, fmt.Errorf("check store: working copy: %w", err)
+			}
+			files.tables[next] = filepath.Join(tmp, name)
+		}
 	}
 	badTables := map[string]bool{}
 	manifestBad := false

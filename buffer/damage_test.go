@@ -227,6 +227,12 @@ func TestDamage(t *testing.T) {
 		{"MANIFEST deleted", "MANIFEST", del, keepAll},
 		{"MANIFEST truncated", "MANIFEST", func(t *testing.T, p string) { truncateAt(t, p, 0.6) }, keepAll},
 		{"MANIFEST garbled", "MANIFEST", func(t *testing.T, p string) { garbleAt(t, p, 0.5) }, keepAll},
+		// Cut at a record boundary: it replays cleanly and names no table.
+		{"MANIFEST truncated at a record boundary", "MANIFEST", func(t *testing.T, p string) {
+			if err := os.Truncate(p, 8); err != nil { // the magic only
+				t.Fatal(err)
+			}
+		}, keepAll},
 		{"sst truncated 10%", "*.sst", func(t *testing.T, p string) { truncateAt(t, p, 0.1) }, keepPhase2},
 		{"sst truncated 50%", "*.sst", func(t *testing.T, p string) { truncateAt(t, p, 0.5) }, keepPhase2},
 		{"sst truncated 99%", "*.sst", func(t *testing.T, p string) { truncateAt(t, p, 0.99) }, keepPhase2},

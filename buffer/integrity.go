@@ -24,7 +24,7 @@ func (s *Store) openChecked() error {
 	if err != nil {
 		return fmt.Errorf("open store in %s: %w", s.dir, err)
 	}
-	files, _, found, err := preflight(s.dir, s.opts.EncryptionKey)
+	files, mf, found, err := preflight(s.dir, s.opts.EncryptionKey)
 	if err != nil {
 		return fmt.Errorf("open store in %s: %w", s.dir, err)
 	}
@@ -36,6 +36,10 @@ func (s *Store) openChecked() error {
 			"the store was deleted or replaced", ident.ID, ident.Seq, ident.path))
 	}
 	if err := protectLastVlog(s.dir, files); err != nil {
+		return fmt.Errorf("open store in %s: %w", s.dir, err)
+	}
+	orphans, err := quarantineOrphans(s.dir, files, mf)
+	if err != nil {
 		return fmt.Errorf("open store in %s: %w", s.dir, err)
 	}
 	if err := s.openDB(); err != nil {
@@ -55,7 +59,7 @@ func (s *Store) openChecked() error {
 	if err != nil {
 		return fail(fmt.Errorf("open store in %s: verify values: %w", s.dir, err))
 	}
-	var refuse []damage
+	refuse := s.checkOrphans(orphans)
 	for _, d := range bad {
 		if bytes.HasPrefix([]byte(d.File), prefixOutbox) {
 			s.unreadable++
