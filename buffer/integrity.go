@@ -285,9 +285,17 @@ func protectLastVlog(dir string, files storeFiles) error {
 	if last == "" {
 		return nil
 	}
-	st, err := os.Stat(last)
-	if err != nil || st.Size() <= vlogHeaderLen {
+	// Nothing after the header (the file may be preallocated, sparse):
+	// nothing to protect, and no new file per start.
+	f, err := os.Open(last)
+	if err != nil {
 		return err
+	}
+	first := make([]byte, 32)
+	n, _ := f.ReadAt(first, vlogHeaderLen)
+	f.Close()
+	if allZero(first[:n]) {
+		return nil
 	}
 	// The header: data key id 0 (none: the file holds no data) and an IV.
 	hdr := make([]byte, vlogHeaderLen)
@@ -295,7 +303,7 @@ func protectLastVlog(dir string, files storeFiles) error {
 		return err
 	}
 	p := filepath.Join(dir, fmt.Sprintf("%06d.vlog", maxFid+1))
-	f, err := os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+	f, err = os.OpenFile(p, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
 	if err != nil {
 		return fmt.Errorf("protect the value log: %w", err)
 	}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestSeqAfterStops: after a clean Close the counter continues without a
@@ -211,4 +212,47 @@ func TestOrphanTables(t *testing.T) {
 			t.Errorf("check sees %d listen records (%v), want 40 (20 + the 20 only kept aside)", r.Listen, err)
 		}
 	})
+}
+
+// TestVlogFilesDoNotAccumulate: protecting the newest value-log file at
+// each Open must not leave a file per start, clean or not.
+func TestVlogFilesDoNotAccumulate(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "s")
+	s, err := Open(dir, Options{Logger: quiet()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.JournalAudio(make([]float32, 16000), time.Now()); err != nil { // into the value log
+		t.Fatal(err)
+	}
+	s.Close()
+	for i := range 6 {
+		s, err := Open(dir, Options{Logger: quiet()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i%2 == 1 { // as kill -9 leaves it: the new, preallocated file not cut back
+			copyStore(t, dir, dir+".crash")
+			s.Close()
+			os.RemoveAll(dir)
+			os.Remove(identityPath(dir))
+			if err := os.Rename(dir+".crash", dir); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Rename(identityPath(dir+".crash"), identityPath(dir)); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		s.Close()
+	}
+	m, _ := filepath.Glob(filepath.Join(dir, "*.vlog"))
+	if len(m) > 3 {
+		t.Errorf("%d value-log files after 6 starts: %v", len(m), m)
+	}
+	s = openT(t, dir, Options{Logger: quiet()})
+	if a, err := s.PendingAudio(); err != nil || len(a) != 1 {
+		t.Errorf("journal after the starts: %d clips (%v)", len(a), err)
+	}
 }
