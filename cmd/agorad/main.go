@@ -19,10 +19,11 @@ var version = "dev"
 
 // Exit codes.
 const (
-	exitOK     = 0
-	exitFailed = 1 // some inputs failed
-	exitUsage  = 2 // usage or configuration error
-	// 3: run with a file input, outbox not drained; 4: store refused (exitStore)
+	exitOK        = 0
+	exitFailed    = 1 // some inputs failed; the daemon could not start or failed while running
+	exitUsage     = 2 // usage or configuration error
+	exitUndrained = 3 // run with a file input: processed, but the outbox was not drained in time (entries stay stored)
+	exitStore     = 4 // the store was refused: damaged, rolled back, replaced, or its encryption key wrong or missing
 )
 
 func main() {

@@ -13,10 +13,6 @@ import (
 	"github.com/agora/agorad/configs"
 )
 
-// exitStore is `agorad run`'s code for a store it refused to open (daemon.ExitStore);
-// `store check` uses it when it cannot look at the store at all.
-const exitStore = 4
-
 const storeUsage = `usage:
   agorad store check   [-c FILE] [--state-dir DIR] [--json]
       verify every file, key, value and checksum of the store (never changes it);
