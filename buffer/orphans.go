@@ -102,7 +102,11 @@ func (s *Store) checkOrphans(links []string) []damage {
 			s.log.Warn("table not named in MANIFEST could not be checked (encrypted); kept", "table", p)
 			return nil
 		case err != nil:
-			found = append(found, damage{File: filepath.Base(p), What: fmt.Sprintf("not named in MANIFEST and unreadable (%v); kept in %s", err, filepath.Dir(p))})
+			// Empty or cut short: a table being written when the process
+			// stopped (seen under kill -9: a 0-byte file). A table the
+			// MANIFEST once named was whole; this one never held
+			// committed data alone.
+			s.log.Info("table not named in MANIFEST is incomplete: left over from a stop while it was written", "table", filepath.Base(p), "err", err)
 		case n > 0:
 			found = append(found, damage{File: filepath.Base(p), What: fmt.Sprintf("not named in MANIFEST (cut short?) but holds %d records the store does not have; kept in %s", n, filepath.Dir(p))})
 		}
