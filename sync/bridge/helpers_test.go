@@ -40,13 +40,13 @@ func (s *logSink) String() string {
 }
 
 type harness struct {
-	b       *bridge.Bridge
-	m       *bridge.Metrics
-	store   *bridge.BadgerStore
-	log     *logSink
-	cancel  context.CancelFunc
-	done    chan struct{}
-	mqtt    *bridge.MQTT
+	b        *bridge.Bridge
+	m        *bridge.Metrics
+	store    *bridge.BadgerStore
+	log      *logSink
+	cancel   context.CancelFunc
+	done     chan struct{}
+	mqtt     *bridge.MQTT
 	stateDir string
 }
 
@@ -170,7 +170,6 @@ func count(cmds []command, typ string) int {
 	}
 	return n
 }
-
 
 // device is a simulated agorad: a real buffer store and the real uplink.
 type device struct {

@@ -192,7 +192,9 @@ func (s *BadgerStore) Close() error { return s.db.Close() }
 
 type badgerLog struct{ l *slog.Logger }
 
-func (b badgerLog) Errorf(f string, a ...any)   { b.l.Error(fmt.Sprintf(f, a...), "component", "badger") }
-func (b badgerLog) Warningf(f string, a ...any) { b.l.Warn(fmt.Sprintf(f, a...), "component", "badger") }
-func (b badgerLog) Infof(string, ...any)        {}
-func (b badgerLog) Debugf(string, ...any)       {}
+func (b badgerLog) Errorf(f string, a ...any) { b.l.Error(fmt.Sprintf(f, a...), "component", "badger") }
+func (b badgerLog) Warningf(f string, a ...any) {
+	b.l.Warn(fmt.Sprintf(f, a...), "component", "badger")
+}
+func (b badgerLog) Infof(string, ...any)  {}
+func (b badgerLog) Debugf(string, ...any) {}
