@@ -184,8 +184,8 @@ func (b *Bridge) envelope(device, wantType, topic string, payload []byte, v any)
 		problem, reason = fmt.Sprintf("device_id %q does not match the topic's %q", excerptString(env.DeviceID), device), "device_mismatch"
 	case wantType != "" && env.Type != wantType:
 		problem, reason = fmt.Sprintf("type %q on a %s topic", excerptString(env.Type), wantType), "type"
-	case env.ID == "" || len(env.ID) > 128 || strings.ContainsAny(env.ID, " \t\r\n/"):
-		problem, reason = "missing or malformed id", "id"
+	case !validID(env.ID):
+		problem, reason = "missing or malformed id (1-128 of A-Z a-z 0-9 . _ = -)", "id"
 	}
 	if problem != "" {
 		b.bad(reason, problem, topic, payload)
@@ -198,6 +198,20 @@ func (b *Bridge) envelope(device, wantType, topic string, payload []byte, v any)
 		}
 	}
 	return env, true
+}
+
+// validID accepts the device's UUIDv7 ids and anything else that is safe in
+// store keys, NATS KV keys and command ids.
+func validID(id string) bool {
+	if id == "" || len(id) > 128 {
+		return false
+	}
+	for _, r := range id {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.' || r == '=') {
+			return false
+		}
+	}
+	return true
 }
 
 func (b *Bridge) status(device, topic string, payload []byte) error {

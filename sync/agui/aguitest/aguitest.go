@@ -39,17 +39,23 @@ type Answer struct {
 type Server struct {
 	*httptest.Server
 	Delay time.Duration // before answering each run
+	// Idempotent makes a run whose runId already finished answer with the
+	// stored answer without counting as an effective run, the way the
+	// reference graph treats a redelivered message.
+	Idempotent bool
 
-	mu       sync.Mutex
-	runs     []types.RunAgentInput
-	behave   Behaviour
-	inflight map[string]int // per thread: concurrent runs now
-	overlap  int            // runs that overlapped another on the same thread
+	mu        sync.Mutex
+	runs      []types.RunAgentInput
+	behave    Behaviour
+	inflight  map[string]int    // per thread: concurrent runs now
+	finished  map[string]string // runId -> final_written (Idempotent)
+	effective map[string]int    // runId -> effective runs
+	overlap   int               // runs that overlapped another on the same thread
 }
 
 // Start serves the fake agent on a loopback port; Close stops it.
 func Start() *Server {
-	s := &Server{inflight: map[string]int{}}
+	s := &Server{inflight: map[string]int{}, finished: map[string]string{}, effective: map[string]int{}}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	return s
 }
@@ -106,6 +112,8 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	s.inflight[in.ThreadID]++
 	behave, delay := s.behave, s.Delay
+	replay, isReplay := s.finished[in.RunID]
+	isReplay = isReplay && s.Idempotent
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
@@ -125,6 +133,9 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if a == nil {
 		a = &Answer{}
+	}
+	if isReplay {
+		a = &Answer{Written: replay}
 	}
 	if a.Status != 0 && a.Status != http.StatusOK {
 		http.Error(w, a.Body, a.Status)
@@ -158,7 +169,25 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	send(events.NewTextMessageEndEvent(mid))
 	fmt.Fprintf(w, "data: {\"type\":\"SUBAGENT_STARTED\",\"name\":\"x\"}\n\n") // unknown to the SDK
 	send(events.NewStateSnapshotEvent(map[string]any{"final_written": written, "final_spoken": a.Spoken}))
+	if !isReplay {
+		s.mu.Lock()
+		s.finished[in.RunID] = written
+		s.effective[in.RunID]++
+		s.mu.Unlock()
+	}
 	send(events.NewRunFinishedEvent(in.ThreadID, in.RunID))
+}
+
+// Effective returns, per runId, how many runs finished other than as an
+// idempotent replay.
+func (s *Server) Effective() map[string]int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]int, len(s.effective))
+	for k, v := range s.effective {
+		out[k] = v
+	}
+	return out
 }
 
 // WaitRuns waits until at least n runs arrived.
