@@ -47,7 +47,9 @@ func startFleetBridge(t *testing.T, n *brokertest.NATS, partitions int, agentURL
 	go func() { defer wg.Done(); _ = mq.Run(ctx, nil, nil) }()
 	go func() {
 		defer wg.Done()
-		_ = js.Run(ctx, func(ctx context.Context, topic string, payload []byte) error { return b.Handle(ctx, topic, payload, nil) })
+		_ = js.Run(ctx, func(ctx context.Context, topic string, payload []byte) error {
+			return b.Handle(ctx, topic, payload, nil)
+		})
 	}()
 	go func() { wg.Wait(); js.Close(); close(fb.done) }()
 	waitFor(t, 10*time.Second, "bridge MQTT publisher", mq.Connected)
