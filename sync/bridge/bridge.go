@@ -51,7 +51,8 @@ type Options struct {
 	Metrics   *Metrics // nil: none
 	Logger    *slog.Logger
 	Retry     Retry
-	// ThreadPrefix + device id is the AG-UI threadId; default "agora-device-".
+	// ThreadPrefix + device id is the AG-UI threadId (default "": the
+	// device id itself, one thread per device).
 	ThreadPrefix string
 	// MaxPayload refuses larger device messages; default 256 KiB.
 	MaxPayload int
@@ -87,9 +88,6 @@ func New(o Options) (*Bridge, error) {
 	def(&o.Retry.RunTimeout, 2*time.Minute)
 	if o.Retry.RejectAttempts <= 0 {
 		o.Retry.RejectAttempts = 2
-	}
-	if o.ThreadPrefix == "" {
-		o.ThreadPrefix = "agora-device-"
 	}
 	if o.MaxPayload <= 0 {
 		o.MaxPayload = 256 << 10
@@ -352,7 +350,7 @@ func (b *Bridge) data(ctx context.Context, device, name, topic string, payload [
 			Reason: err.Error(), Attempts: attempts, At: now}
 	} else {
 		rec.State = StateDone
-		if typ == protocol.TypeUtterance {
+		if answered(res, typ) {
 			rec.Reply = b.reply(env, res, lang)
 		}
 	}
@@ -407,6 +405,17 @@ func (b *Bridge) finish(ctx context.Context, device string, env protocol.Envelop
 		}
 	}
 	return nil
+}
+
+// answered reports whether the run produced an answer for the device: the
+// graph's "answered" flag in the last state snapshot when it has one (the
+// reference graph: false for notes it only buffered), else every utterance
+// is answered and a batch (listen-mode notes) is not.
+func answered(res agui.Result, typ string) bool {
+	if a, ok := res.State["answered"].(bool); ok {
+		return a
+	}
+	return typ == protocol.TypeUtterance
 }
 
 // reply builds the reply command from the run's last state snapshot
@@ -484,31 +493,30 @@ func (b *Bridge) runWithRetry(ctx context.Context, device string, env protocol.E
 	}
 }
 
-// utteranceInput is one feedback-mode turn: the text as the user message
-// (id = the device message id, so the graph's message list never holds it
-// twice), runId derived from the message id.
+// utteranceInput is one feedback-mode turn (refgraph/README.md is the
+// contract): the text as the one user message, with the device message id
+// as its id (the graph's message list never holds it twice), runId derived
+// from the message id, no context.
 func (b *Bridge) utteranceInput(device string, u protocol.Utterance) types.RunAgentInput {
-	ctx := []types.Context{
-		{Description: "isOfflineBatch", Value: "false"},
-		{Description: "offline", Value: strconv.FormatBool(u.Offline)},
-		{Description: "createdAt", Value: u.CreatedAt},
-	}
+	fp := forwarded(device, u.Envelope)
 	if u.Lang != "" {
-		ctx = append(ctx, types.Context{Description: "lang", Value: u.Lang})
+		fp["lang"] = u.Lang
+	}
+	if u.Source != "" {
+		fp["source"] = u.Source
 	}
 	return types.RunAgentInput{
 		ThreadID: b.ThreadID(device), RunID: RunID(u.ID), State: map[string]any{},
 		Messages: []types.Message{{ID: u.ID, Role: types.RoleUser, Content: u.Text}},
-		Tools:    []types.Tool{}, Context: ctx,
-		ForwardedProps: forwarded(device, protocol.ModeFeedback, u.Envelope, u.Source),
+		Tools:    []types.Tool{}, Context: []types.Context{}, ForwardedProps: fp,
 	}
 }
 
 // batchInput is a flushed listen buffer in the shape the AGORA web client
 // replays an offline buffer: one user message with the notes in order, one
-// per line prefixed with their time, and the context isOfflineBatch /
-// messageCount (AG-UI's list form; ag-ui-langgraph refuses the object form).
-// The notes also go, with their own offline flags, as JSON in "notes".
+// per line, and the context isOfflineBatch / messageCount (AG-UI's list
+// form; ag-ui-langgraph refuses the object form). The notes also go, with
+// their ids, seqs, languages and offline flags, as JSON in "notes".
 func (b *Bridge) batchInput(device string, bt protocol.Batch) types.RunAgentInput {
 	lines := make([]string, len(bt.Items))
 	type note struct {
@@ -518,15 +526,13 @@ func (b *Bridge) batchInput(device string, bt protocol.Batch) types.RunAgentInpu
 		Lang      string `json:"lang,omitempty"`
 		Offline   bool   `json:"offline"`
 		StartedAt string `json:"started_at,omitempty"`
+		CreatedAt string `json:"created_at,omitempty"`
 	}
 	notes := make([]note, len(bt.Items))
 	for i, it := range bt.Items {
-		ts := it.StartedAt
-		if t, err := time.Parse(time.RFC3339Nano, ts); err == nil {
-			ts = t.UTC().Format("15:04:05")
-		}
-		lines[i] = "[" + ts + "] " + it.Text
-		notes[i] = note{ID: it.ID, Seq: it.Seq, Text: it.Text, Lang: it.Lang, Offline: it.Offline, StartedAt: it.StartedAt}
+		lines[i] = it.Text
+		notes[i] = note{ID: it.ID, Seq: it.Seq, Text: it.Text, Lang: it.Lang, Offline: it.Offline,
+			StartedAt: it.StartedAt, CreatedAt: it.CreatedAt}
 	}
 	nj, _ := json.Marshal(notes)
 	return types.RunAgentInput{
@@ -536,22 +542,22 @@ func (b *Bridge) batchInput(device string, bt protocol.Batch) types.RunAgentInpu
 		Context: []types.Context{
 			{Description: "isOfflineBatch", Value: "true"},
 			{Description: "messageCount", Value: strconv.Itoa(len(bt.Items))},
-			{Description: "offline", Value: strconv.FormatBool(bt.Offline)},
 			{Description: "notes", Value: string(nj)},
 		},
-		ForwardedProps: forwarded(device, protocol.ModeListen, bt.Envelope, ""),
+		ForwardedProps: forwarded(device, bt.Envelope),
 	}
 }
 
-// RunID is the AG-UI runId of a device message: the message id itself, so a
-// retried or redelivered run carries the same runId.
-func RunID(messageID string) string { return messageID }
+// RunID is the AG-UI runId of a device message, "run-" + the message id:
+// a retried or redelivered run carries the same runId.
+func RunID(messageID string) string { return "run-" + messageID }
 
-func forwarded(device, mode string, env protocol.Envelope, source string) map[string]any {
-	f := map[string]any{"interaction_mode": mode, "device_id": device, "agora_message_id": env.ID,
-		"agora_seq": env.Seq, "offline": env.Offline}
-	if source != "" {
-		f["source"] = source
-	}
-	return f
+// forwarded are the forwardedProps of a run. interactionMode is the mode the
+// device was in when it produced the message: utterances and batches are
+// only produced in feedback mode (listen-mode notes travel inside the batch
+// flushed by "AGORA"), so it is always "feedback"; the device's status mode
+// is not used, as a status can arrive after the message it preceded.
+func forwarded(device string, env protocol.Envelope) map[string]any {
+	return map[string]any{"interactionMode": protocol.ModeFeedback, "deviceId": device, "seq": env.Seq,
+		"offline": env.Offline, "messageId": env.ID}
 }

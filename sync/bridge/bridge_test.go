@@ -46,7 +46,7 @@ func TestDeviceRoundTrip(t *testing.T) {
 	}
 	wantIDs := []string{e1.ID, batch.ID, e2.ID}
 	for i, r := range runs {
-		if r.RunID != wantIDs[i] || r.Messages[0].ID != wantIDs[i] || r.ThreadID != "agora-device-handheld-07" {
+		if r.RunID != "run-"+wantIDs[i] || r.Messages[0].ID != wantIDs[i] || r.ThreadID != "handheld-07" {
 			t.Errorf("run %d: thread %s run %s message %s, want run %s", i, r.ThreadID, r.RunID, r.Messages[0].ID, wantIDs[i])
 		}
 	}
@@ -61,10 +61,10 @@ func TestDeviceRoundTrip(t *testing.T) {
 	}
 	text := aguitest.UserText(b)
 	lines := strings.Split(text, "\n")
-	if len(lines) != 3 || !strings.HasSuffix(lines[0], "] crack in the weld at frame four") || !strings.HasSuffix(lines[2], "missing bolt on the north column") {
+	if len(lines) != 3 || lines[0] != "crack in the weld at frame four" || lines[2] != "missing bolt on the north column" {
 		t.Errorf("batch message %q", text)
 	}
-	if fp, _ := b.ForwardedProps.(map[string]any); fp["interaction_mode"] != "listen" || fp["device_id"] != "handheld-07" {
+	if fp, _ := b.ForwardedProps.(map[string]any); fp["interactionMode"] != "feedback" || fp["deviceId"] != "handheld-07" {
 		t.Errorf("batch forwardedProps %v", b.ForwardedProps)
 	}
 	// Replies only to the utterances, with in_reply_to; acks for all three.
@@ -284,7 +284,7 @@ func TestAgentDownThenBack(t *testing.T) {
 	for i := range 5 {
 		for _, d := range []string{"a", "b", "c"} {
 			id, p := utterance(d, uint64(i+1), "q")
-			want[d] = append(want[d], id)
+			want[d] = append(want[d], bridge.RunID(id))
 			publish(t, pub, "agora/v1/"+d+"/utterances", p)
 		}
 	}
@@ -300,7 +300,7 @@ func TestAgentDownThenBack(t *testing.T) {
 	got := map[string][]string{}
 	for _, r := range agent.Runs() {
 		fp := r.ForwardedProps.(map[string]any)
-		d := fp["device_id"].(string)
+		d := fp["deviceId"].(string)
 		if n := len(got[d]); n > 0 && got[d][n-1] == r.RunID {
 			continue // a retried attempt
 		}

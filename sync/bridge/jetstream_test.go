@@ -140,7 +140,7 @@ func TestFleetJetStreamFailover(t *testing.T) {
 	}
 	eff := agent.Effective()
 	for _, e := range entries {
-		if eff[e.ID] != 1 {
+		if eff[bridge.RunID(e.ID)] != 1 {
 			t.Errorf("message %s: %d effective runs, want 1", e.ID, eff[e.ID])
 		}
 	}
@@ -152,7 +152,8 @@ func TestFleetJetStreamFailover(t *testing.T) {
 			continue
 		}
 		seen[r.RunID] = true
-		d := r.ForwardedProps.(map[string]any)["device_id"].(string)
+		r.RunID = r.Messages[0].ID
+		d := r.ForwardedProps.(map[string]any)["deviceId"].(string)
 		order[d] = append(order[d], r.RunID)
 	}
 	for d, ids := range want {
