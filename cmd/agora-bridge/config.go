@@ -108,7 +108,6 @@ func load(path string) (Config, error) {
 	return c, nil
 }
 
-
 // validate names the field at fault.
 func (c *Config) validate() error {
 	checkURL := func(field, v string, schemes ...string) error {

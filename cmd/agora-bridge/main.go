@@ -196,7 +196,9 @@ func run(ctx context.Context, c Config, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	handle := func(ctx context.Context, topic string, payload []byte) error { return b.Handle(ctx, topic, payload, nil) }
+	handle := func(ctx context.Context, topic string, payload []byte) error {
+		return b.Handle(ctx, topic, payload, nil)
+	}
 	g, gctx := errgroup.WithContext(ctx)
 	if c.Metrics.Listen != "" {
 		reg := prometheus.NewRegistry()
