@@ -83,7 +83,7 @@ func defaults() Config {
 	c.Retry.Initial = Duration(500 * time.Millisecond)
 	c.Retry.Max = Duration(30 * time.Second)
 	c.Retry.MaxElapsed = Duration(10 * time.Minute)
-	c.Retry.RejectAttempts = 2
+	c.Retry.RejectAttempts = 1
 	c.Metrics.PerDevice = true
 	c.Log.Level = "info"
 	c.Log.Format = "text"

@@ -37,7 +37,8 @@ type Retry struct {
 	// 5xx, timeout, broken stream) lasted this long; default 10m.
 	MaxElapsed time.Duration
 	// RejectAttempts parks a message after this many rejections (HTTP 4xx,
-	// RUN_ERROR); default 2.
+	// RUN_ERROR); default 1: a rejected run did reach the graph, and another
+	// attempt is another graph run.
 	RejectAttempts int
 	// RunTimeout bounds one run; default 2m.
 	RunTimeout time.Duration
@@ -87,7 +88,7 @@ func New(o Options) (*Bridge, error) {
 	def(&o.Retry.MaxElapsed, 10*time.Minute)
 	def(&o.Retry.RunTimeout, 2*time.Minute)
 	if o.Retry.RejectAttempts <= 0 {
-		o.Retry.RejectAttempts = 2
+		o.Retry.RejectAttempts = 1
 	}
 	if o.MaxPayload <= 0 {
 		o.MaxPayload = 256 << 10
