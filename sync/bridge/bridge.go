@@ -23,10 +23,11 @@ type Agent interface {
 	Run(ctx context.Context, in types.RunAgentInput) (agui.Result, error)
 }
 
-// Publisher sends a command to a device: QoS 1, not retained, returning once
-// the broker has it (PUBACK).
+// Publisher sends commands to a device: QoS 1, not retained, in order, all
+// sent before any PUBACK is waited for, returning once the broker has them
+// all.
 type Publisher interface {
-	Publish(ctx context.Context, topic string, payload []byte) error
+	Publish(ctx context.Context, topic string, payloads ...[]byte) error
 }
 
 // Retry bounds how long one message is retried before it is parked.
@@ -383,19 +384,24 @@ func (b *Bridge) data(ctx context.Context, device, name, topic string, payload [
 func (b *Bridge) finish(ctx context.Context, device string, env protocol.Envelope, rec Record) error {
 	cmdTopic := protocol.Topic(device, protocol.TopicCommands)
 	t0 := time.Now()
+	var payloads [][]byte
 	if rec.Reply != nil {
 		payload, err := json.Marshal(rec.Reply)
 		if err != nil {
 			return fmt.Errorf("encode reply to %s: %w", env.ID, err)
 		}
-		if err := b.o.Publisher.Publish(ctx, cmdTopic, payload); err != nil {
-			return fmt.Errorf("publish reply to %s/%s: %w", device, env.ID, err)
-		}
-		b.m.Replies.Inc()
+		payloads = append(payloads, payload)
 	}
 	ack, _ := json.Marshal(map[string]any{"id": "ack-" + env.ID, "type": protocol.CmdAck, "ids": []string{env.ID}})
-	if err := b.o.Publisher.Publish(ctx, cmdTopic, ack); err != nil {
-		return fmt.Errorf("publish ack of %s/%s: %w", device, env.ID, err)
+	payloads = append(payloads, ack)
+	// Reply then ack, pipelined on one connection (MQTT keeps their order).
+	// If either is not confirmed the broker message stays unacknowledged and
+	// comes back as a duplicate, which re-sends both.
+	if err := b.o.Publisher.Publish(ctx, cmdTopic, payloads...); err != nil {
+		return fmt.Errorf("publish reply/ack of %s/%s: %w", device, env.ID, err)
+	}
+	if rec.Reply != nil {
+		b.m.Replies.Inc()
 	}
 	b.m.Stage.WithLabelValues("publish").Observe(time.Since(t0).Seconds())
 	if created, err := time.Parse(time.RFC3339Nano, env.CreatedAt); err == nil {

@@ -84,20 +84,31 @@ func NewMQTT(o MQTTOptions) (*MQTT, error) {
 	return &MQTT{o: o, log: o.Logger.With("component", "bridge-mqtt", "broker", u.Redacted()), workers: map[string]*worker{}}, nil
 }
 
-// Publish implements Publisher: QoS 1, not retained, waits for the PUBACK.
-func (m *MQTT) Publish(ctx context.Context, topic string, payload []byte) error {
+// Publish implements Publisher: QoS 1, not retained; sends every payload,
+// then waits for all their PUBACKs.
+func (m *MQTT) Publish(ctx context.Context, topic string, payloads ...[]byte) error {
 	if m.cli == nil {
 		return errors.New("mqtt: not started")
 	}
-	tok := m.cli.Publish(topic, 1, false, payload)
-	select {
-	case <-tok.Done():
-		return tok.Error()
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-time.After(m.o.PublishTimeout):
-		return fmt.Errorf("publish %s: no PUBACK within %v", topic, m.o.PublishTimeout)
+	toks := make([]paho.Token, len(payloads))
+	for i, p := range payloads {
+		toks[i] = m.cli.Publish(topic, 1, false, p)
 	}
+	timeout := time.NewTimer(m.o.PublishTimeout)
+	defer timeout.Stop()
+	for _, tok := range toks {
+		select {
+		case <-tok.Done():
+			if err := tok.Error(); err != nil {
+				return err
+			}
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-timeout.C:
+			return fmt.Errorf("publish %s: no PUBACK within %v", topic, m.o.PublishTimeout)
+		}
+	}
+	return nil
 }
 
 // Run connects (retrying until ctx ends) and, unless NoSubscribe, feeds
