@@ -37,6 +37,7 @@ type Config struct {
 		URL          string   `yaml:"url"`
 		Timeout      Duration `yaml:"timeout"`
 		MaxConns     int      `yaml:"max_conns"`
+		MaxRuns      int      `yaml:"max_concurrent_runs"`
 		ThreadPrefix string   `yaml:"thread_prefix"`
 	} `yaml:"agent"`
 	Retry struct {
@@ -80,6 +81,7 @@ func defaults() Config {
 	c.JetStream.AckWait = Duration(30 * time.Second)
 	c.Agent.Timeout = Duration(2 * time.Minute)
 	c.Agent.MaxConns = 256
+	c.Agent.MaxRuns = 64
 	c.Retry.Initial = Duration(500 * time.Millisecond)
 	c.Retry.Max = Duration(30 * time.Second)
 	c.Retry.MaxElapsed = Duration(10 * time.Minute)

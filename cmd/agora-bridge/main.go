@@ -190,7 +190,7 @@ func run(ctx context.Context, c Config, log *slog.Logger) error {
 	m := bridge.NewMetrics()
 	agent := agui.New(c.Agent.URL, c.Agent.MaxConns, time.Duration(c.Agent.Timeout))
 	b, err := bridge.New(bridge.Options{Agent: agent, Store: store, Publisher: mq, Metrics: m, Logger: log,
-		ThreadPrefix: c.Agent.ThreadPrefix, PerDeviceLag: c.Metrics.PerDevice,
+		ThreadPrefix: c.Agent.ThreadPrefix, PerDeviceLag: c.Metrics.PerDevice, MaxConcurrentRuns: c.Agent.MaxRuns,
 		Retry: bridge.Retry{Initial: time.Duration(c.Retry.Initial), Max: time.Duration(c.Retry.Max),
 			MaxElapsed: time.Duration(c.Retry.MaxElapsed), RejectAttempts: c.Retry.RejectAttempts, RunTimeout: time.Duration(c.Agent.Timeout)}})
 	if err != nil {

@@ -60,15 +60,20 @@ type Options struct {
 	MaxPayload int
 	// PerDeviceLag exports the per-device lag gauge (one series per device).
 	PerDeviceLag bool
+	// MaxConcurrentRuns bounds the runs in flight from this bridge (default
+	// 64): an agent given a thousand turns at once finishes them all late
+	// instead of most of them early.
+	MaxConcurrentRuns int
 }
 
 // Bridge turns device messages into AG-UI runs and answers. Handle must not
 // be called concurrently for the same device (the transports serialise per
 // device); different devices run in parallel.
 type Bridge struct {
-	o   Options
-	m   *Metrics
-	log *slog.Logger
+	o    Options
+	m    *Metrics
+	log  *slog.Logger
+	runs chan struct{} // semaphore of MaxConcurrentRuns
 }
 
 // New checks opts and fills defaults.
@@ -98,7 +103,10 @@ func New(o Options) (*Bridge, error) {
 	if m == nil {
 		m = NewMetrics() // unregistered: records into the void
 	}
-	return &Bridge{o: o, m: m, log: o.Logger.With("component", "bridge")}, nil
+	if o.MaxConcurrentRuns <= 0 {
+		o.MaxConcurrentRuns = 64
+	}
+	return &Bridge{o: o, m: m, log: o.Logger.With("component", "bridge"), runs: make(chan struct{}, o.MaxConcurrentRuns)}, nil
 }
 
 // ThreadID is the AG-UI thread of a device.
@@ -453,10 +461,16 @@ func (b *Bridge) runWithRetry(ctx context.Context, device string, env protocol.E
 	backoff := b.o.Retry.Initial
 	rejects := 0
 	for attempt := 1; ; attempt++ {
+		select {
+		case b.runs <- struct{}{}:
+		case <-ctx.Done():
+			return agui.Result{}, attempt, ctx.Err()
+		}
 		rctx, cancel := context.WithTimeout(ctx, b.o.Retry.RunTimeout)
 		t0 := time.Now()
 		res, err := b.o.Agent.Run(rctx, in)
 		cancel()
+		<-b.runs
 		if err == nil {
 			b.m.Runs.WithLabelValues("ok").Inc()
 			b.m.RunSeconds.Observe(time.Since(t0).Seconds())
