@@ -4,10 +4,15 @@ START -> intake -> route_from_start -> buffer_message -> END
                                     -> process_buffer -> agent -> END
                                     -> wake_word_handler -> agent | END
                                     -> agent -> END
+                                    -> replay -> END
 
-intake is the one node the seed does not have: it records the run before any
-node can fail (so runs are countable per message, rejected ones included) and
-applies the test switches (delay).
+intake and replay are what the seed does not have. intake records the run
+before any node can fail (so runs are countable per message, rejected ones
+included) and applies the test switches (delay). replay makes a run
+idempotent by AG-UI runId: a runId that already finished on this thread is
+answered with its recorded outcome and changes nothing else (ag-ui-langgraph
+itself would run the graph again), which with an at-least-once bridge gives
+each device message exactly one effect.
 """
 
 from __future__ import annotations
@@ -50,6 +55,7 @@ class RejectedError(ValueError):
 class Settings:
     delay_s: float = 0.0
     reject_marker: str = DEFAULT_REJECT_MARKER
+    idempotent: bool = True
 
 
 @dataclass
@@ -152,24 +158,43 @@ def build_graph(settings: Settings | None = None) -> StateGraph:
     async def intake(state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         if s.delay_s > 0:
             await asyncio.sleep(s.delay_s)
+        run_id = run_id_of(config)
+        previous = (state.get("results") or {}).get(run_id) if s.idempotent and run_id else None
         msg = latest_human(state.get("messages", []))
         ctx = _context_entries(state)
         kind = "batch" if ctx.get("isOfflineBatch", "").strip().lower() in ("true", "1", "yes") else "utterance"
         record = {
             "token": uuid.uuid4().hex,  # unique per execution: same runId twice counts twice
-            "run_id": (config.get("configurable") or {}).get(RUN_ID_KEY, ""),
-            "message_id": (msg.id or "") if msg else "",
-            "kind": kind,
+            "run_id": run_id,
+            "message_id": previous["message_id"] if previous else (msg.id or "") if msg else "",
+            "kind": previous["kind"] if previous else kind,
+            "replay": previous is not None,
             "at": time.time(),
         }
         # Fresh outputs for this run; the mode stays as forwarded or checkpointed.
         return {
             "runs": [record],
+            "replaying": previous is not None,
             "interaction_mode": state.get("interaction_mode") or FEEDBACK,
             "final_written": "",
             "final_spoken": "",
             "answered": False,
         }
+
+    def finish(state: AgentState, config: RunnableConfig, written: str, spoken: str, answered: bool) -> dict[str, Any]:
+        """The run's outputs, and its result recorded under its runId."""
+        out: dict[str, Any] = {"final_written": written, "final_spoken": spoken, "answered": answered}
+        run_id = run_id_of(config)
+        if run_id:
+            rec = (state.get("runs") or [{}])[-1]  # intake's record of this run
+            out["results"] = {run_id: {"message_id": rec.get("message_id", ""), "kind": rec.get("kind", ""), **out}}
+        return out
+
+    async def replay(state: AgentState, config: RunnableConfig) -> dict[str, Any]:
+        """A runId that already finished: answer as it did, change nothing else."""
+        prev = (state.get("results") or {})[run_id_of(config)]
+        await _emit_text(prev["final_written"], config)
+        return {k: prev[k] for k in ("final_written", "final_spoken", "answered")}
 
     async def buffer_message(state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         """Store the message (or a batch's notes) without a model call."""
@@ -188,7 +213,7 @@ def build_graph(settings: Settings | None = None) -> StateGraph:
         else:
             written = f"[Luistermodus actief - {len(new)} berichten opgeslagen, {count} in totaal]"
         await _emit_text(written, config)
-        return {"message_buffer": new, "final_written": written, "final_spoken": "", "answered": False}
+        return {"message_buffer": new, **finish(state, config, written, "", False)}
 
     def process_buffer(state: AgentState) -> dict[str, Any]:
         """Move the buffered notes into buffer_context and clear the buffer."""
@@ -214,10 +239,10 @@ def build_graph(settings: Settings | None = None) -> StateGraph:
         else:
             written = f"[Feedback modus geactiveerd - {len(buffer)} berichten verwerkt]"
             await _emit_text(written, config)
-            result.update(final_written=written, final_spoken="Feedback modus geactiveerd", answered=True)
+            result.update(finish(state, config, written, "Feedback modus geactiveerd", True))
         return result
 
-    async def agent(state: AgentState) -> dict[str, Any]:
+    async def agent(state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         """The general agent: the model sees buffer_context as its system prompt."""
         inc = incoming(state)
         check_reject(inc)
@@ -227,9 +252,11 @@ def build_graph(settings: Settings | None = None) -> StateGraph:
         prompt.append(HumanMessage(content=inc.text))
         answer = await model.ainvoke(prompt)
         written = answer.text
-        return {"messages": [answer], "final_written": written, "final_spoken": to_spoken(written), "answered": True}
+        return {"messages": [answer], **finish(state, config, written, to_spoken(written), True)}
 
     def route_from_start(state: AgentState) -> str:
+        if state.get("replaying"):
+            return "replay"
         mode = state.get("interaction_mode") or FEEDBACK
         inc = incoming_safe(state)
         if inc.is_batch:
@@ -249,17 +276,23 @@ def build_graph(settings: Settings | None = None) -> StateGraph:
     graph.add_node("process_buffer", process_buffer)
     graph.add_node("wake_word_handler", wake_word_handler)
     graph.add_node("agent", agent)
+    graph.add_node("replay", replay)
     graph.add_edge(START, "intake")
     graph.add_conditional_edges(
         "intake",
         route_from_start,
-        ["buffer_message", "process_buffer", "wake_word_handler", "agent"],
+        ["buffer_message", "process_buffer", "wake_word_handler", "agent", "replay"],
     )
+    graph.add_edge("replay", END)
     graph.add_edge("buffer_message", END)
     graph.add_edge("process_buffer", "agent")
     graph.add_conditional_edges("wake_word_handler", route_after_wake, ["agent", END])
     graph.add_edge("agent", END)
     return graph
+
+
+def run_id_of(config: RunnableConfig) -> str:
+    return str((config.get("configurable") or {}).get(RUN_ID_KEY, ""))
 
 
 def incoming_safe(state: AgentState) -> Incoming:

@@ -18,6 +18,13 @@ def accumulate_messages(left: list[dict[str, Any]] | None, right: list[dict[str,
     return (left or []) + (right or [])
 
 
+def merge_results(
+    left: dict[str, dict[str, Any]] | None, right: dict[str, dict[str, Any]] | None
+) -> dict[str, dict[str, Any]]:
+    """Results by runId: a later write for a runId replaces the earlier one."""
+    return {**(left or {}), **(right or {})}
+
+
 class AgUiState(TypedDict, total=False):
     """What the AG-UI adapter writes under the state's "ag-ui" key each run."""
 
@@ -39,8 +46,13 @@ AgentState = TypedDict(
         # True when the run produced an answer meant for the inspector (not a
         # listen-mode acknowledgment): the bridge replies only then.
         "answered": bool,
-        # One record per run that reached the graph (see nodes.intake).
+        # One record per run that reached the graph (see graph.intake).
         "runs": Annotated[list[dict[str, Any]], operator.add],
+        # The outcome of each finished run by AG-UI runId: the idempotency
+        # record that lets a retried run be answered without running again.
+        "results": Annotated[dict[str, dict[str, Any]], merge_results],
+        # Set by intake for this run only: the runId already finished.
+        "replaying": bool,
         "ag-ui": AgUiState,
     },
     total=False,

@@ -104,7 +104,7 @@ def server(module_servers: Any) -> Server:
 
 @pytest.fixture(scope="module")
 def switched_server(module_servers: Any) -> Server:
-    """A server with both test switches on: reject marker "#poison", 400 ms delay."""
+    """A server with the test switches on: reject marker "#poison", 400 ms delay."""
     return module_servers(REFGRAPH_REJECT_MARKER="#poison", REFGRAPH_DELAY_MS="400")
 
 

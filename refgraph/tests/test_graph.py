@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 from typing import Any
 
 import pytest
@@ -11,12 +12,14 @@ from langchain_core.messages import HumanMessage
 from langgraph.checkpoint.memory import InMemorySaver
 
 from agora_refgraph.graph import (
+    RUN_ID_KEY,
     RejectedError,
     Settings,
     compile_graph,
     detect_wake_word,
     to_spoken,
 )
+from agora_refgraph.server import settings_from_env
 from agora_refgraph.state import accumulate_messages
 
 
@@ -51,12 +54,14 @@ class Thread:
         self.graph = compile_graph(InMemorySaver(), Settings(**settings))
         self.config = {"configurable": {"thread_id": "t1"}}
 
-    def run(self, inp: dict[str, Any]) -> tuple[list[str], dict[str, Any]]:
-        """Run once; return the nodes that ran and the final state."""
+    def run(self, inp: dict[str, Any], run_id: str = "") -> tuple[list[str], dict[str, Any]]:
+        """Run once (run_id: the AG-UI runId the server would pass); return
+        the nodes that ran and the final state."""
+        config = {"configurable": {**self.config["configurable"], RUN_ID_KEY: run_id}}
 
         async def go() -> list[str]:
             nodes: list[str] = []
-            async for update in self.graph.astream(inp, self.config, stream_mode="updates"):
+            async for update in self.graph.astream(inp, config, stream_mode="updates"):
                 nodes.extend(update.keys())
             return nodes
 
@@ -230,10 +235,48 @@ def test_every_run_is_recorded_once_with_a_fresh_token() -> None:
     t = Thread()
     t.run(graph_input("m1", "one", "feedback"))
     t.run(graph_input("m2", "two", "listen"))
-    _, state = t.run(graph_input("m2", "two", "listen"))  # a retry of m2: the graph runs again
+    _, state = t.run(graph_input("m2", "two", "listen"))  # no runId: no idempotency, the graph runs again
     assert [r["message_id"] for r in state["runs"]] == ["m1", "m2", "m2"]
     assert [r["kind"] for r in state["runs"]] == ["utterance"] * 3
+    assert [r["replay"] for r in state["runs"]] == [False] * 3
     assert len({r["token"] for r in state["runs"]}) == 3
+    assert len(state["message_buffer"]) == 2
+
+
+def test_finished_run_id_is_replayed_without_effect() -> None:
+    t = Thread()
+    _, first = t.run(graph_input("b1", "x", "feedback", notes=NOTES), run_id="run-b1")
+    nodes, state = t.run(graph_input("b1", "x", "feedback", notes=NOTES), run_id="run-b1")
+    assert nodes == ["intake", "replay"]
+    assert [m["content"] for m in state["message_buffer"]] == NOTES  # not buffered twice
+    assert (state["final_written"], state["answered"]) == (first["final_written"], False)
+    _, answer = t.run(graph_input("u1", "so?", "feedback"), run_id="run-u1")
+    nodes, state = t.run(graph_input("u1", "so?", "feedback"), run_id="run-u1")
+    assert nodes == ["intake", "replay"]
+    assert (state["final_written"], state["final_spoken"], state["answered"]) == (
+        answer["final_written"],
+        answer["final_spoken"],
+        True,
+    )
+    assert [(r["message_id"], r["kind"], r["replay"]) for r in state["runs"]] == [
+        ("b1", "batch", False),
+        ("b1", "batch", True),
+        ("u1", "utterance", False),
+        ("u1", "utterance", True),
+    ]
+
+
+def test_failed_run_id_runs_again_and_idempotency_can_be_off() -> None:
+    t = Thread(reject_marker="#nope")
+    with pytest.raises(RejectedError):
+        t.run(graph_input("m1", "#nope", "feedback"), run_id="run-m1")
+    with pytest.raises(RejectedError):  # no result recorded: a retry is a real run
+        t.run(graph_input("m1", "#nope", "feedback"), run_id="run-m1")
+    off = Thread(idempotent=False)
+    off.run(graph_input("m1", "a note", "listen"), run_id="run-m1")
+    nodes, state = off.run(graph_input("m1", "a note", "listen"), run_id="run-m1")
+    assert nodes == ["intake", "buffer_message"]
+    assert len(state["message_buffer"]) == 2
 
 
 def test_delay_switch_delays_the_run() -> None:
@@ -264,3 +307,52 @@ def test_wake_word_and_reducer() -> None:
     assert accumulate_messages(None, [{"a": 1}]) == [{"a": 1}]
     assert accumulate_messages([{"a": 1}], None) == [{"a": 1}]
     assert accumulate_messages([{"a": 1}], [{"b": 2}]) == [{"a": 1}, {"b": 2}]
+
+
+@pytest.mark.parametrize(
+    ("env", "want"),
+    [
+        ({}, Settings(0.0, "[refgraph:reject]", True)),
+        (
+            {"REFGRAPH_DELAY_MS": "500", "REFGRAPH_REJECT_MARKER": "#x", "REFGRAPH_IDEMPOTENT": "0"},
+            Settings(0.5, "#x", False),
+        ),
+    ],
+)
+def test_settings_from_env(env: dict[str, str], want: Settings) -> None:
+    assert settings_from_env(env) == want
+
+
+@pytest.mark.parametrize(
+    ("env", "want"),
+    [
+        ({"REFGRAPH_DELAY_MS": "soon"}, "REFGRAPH_DELAY_MS='soon': not a number"),
+        ({"REFGRAPH_DELAY_MS": "-1"}, "must not be negative"),
+        ({"REFGRAPH_IDEMPOTENT": "maybe"}, "REFGRAPH_IDEMPOTENT='maybe'"),
+    ],
+)
+def test_settings_from_env_names_the_bad_variable(env: dict[str, str], want: str) -> None:
+    with pytest.raises(SystemExit, match=re.escape(want)):
+        settings_from_env(env)
+
+
+def test_run_records_survive_a_fork(tmp_path: Any) -> None:
+    """The adapter's regenerate path forks a thread: the records of both branches count."""
+    from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+    from agora_refgraph.server import leaf_runs
+
+    async def go() -> list[str]:
+        async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "cp.sqlite")) as saver:
+            g = compile_graph(saver)
+            cfg = {"configurable": {"thread_id": "t1"}}
+            await g.ainvoke(graph_input("m1", "one"), cfg)
+            fork_point = (await g.aget_state(cfg)).config
+            await g.ainvoke(graph_input("m2", "two"), cfg)
+            # Run m3 on a branch from after m1, as a time-travel fork does.
+            await g.ainvoke(graph_input("m3", "three"), fork_point)
+            latest = [r["message_id"] for r in (await g.aget_state(cfg)).values["runs"]]
+            assert latest == ["m1", "m3"]  # the newest branch alone has lost m2
+            return [r["message_id"] for r in (await leaf_runs(saver, "t1"))["t1"]]
+
+    assert asyncio.run(go()) == ["m1", "m2", "m3"]

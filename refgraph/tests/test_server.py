@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import signal
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
@@ -106,14 +107,49 @@ def test_rejected_message_is_recorded_and_later_messages_go_on(switched_server: 
     assert debug["runs_by_message"] == {"m1": 1, "m2": 1}
 
 
-def test_same_run_twice_counts_twice(server: Server) -> None:
+def test_same_run_twice_is_one_run_and_two_attempts(server: Server) -> None:
     body = run_input("dev-7", "m1", "once please")
-    post_run(server.url, body)
-    events = post_run(server.url, body)
-    assert types(events)[-1] == "RUN_FINISHED"
-    assert httpx.get(f"{server.url}/debug/threads/dev-7").json()["runs_by_message"] == {"m1": 2}
-    assert httpx.get(f"{server.url}/debug/threads").json()["threads"]["dev-7"] == {"m1": 2}
+    first = post_run(server.url, body)
+    again = post_run(server.url, body)
+    assert types(again)[-1] == "RUN_FINISHED"
+    assert streamed_text(again) == streamed_text(first) == final_state(again)["final_written"]
+    assert final_state(again)["answered"] is True
+    debug = httpx.get(f"{server.url}/debug/threads/dev-7").json()
+    assert debug["runs_by_message"] == {"m1": 1}
+    assert debug["attempts_by_message"] == {"m1": 2}
+    assert [m["content"] for m in final_state(again)["messages"] if m["type"] == "ai"] == ["You said: once please"]
+    assert httpx.get(f"{server.url}/debug/threads").json()["threads"]["dev-7"] == {"m1": 1}
     assert httpx.get(f"{server.url}/debug/threads/nobody").status_code == 404
+
+
+def test_run_outlives_its_caller_and_the_retry_is_a_replay(switched_server: Server) -> None:
+    """A bridge killed mid-run: the run still finishes; the retry waits for it and replays."""
+    body = run_input("dev-10", "m1", "a note", mode="listen")
+    with httpx.stream("POST", switched_server.url, json=body, headers={"Accept": "text/event-stream"}) as resp:
+        for line in resp.iter_lines():
+            if "RUN_STARTED" in line:
+                break  # hang up while the graph is still in its 400 ms delay
+    events = post_run(switched_server.url, body)
+    assert types(events)[-1] == "RUN_FINISHED"
+    state = final_state(events)
+    assert [m["content"] for m in state["message_buffer"]] == ["a note"]
+    debug = httpx.get(f"{switched_server.url}/debug/threads/dev-10").json()
+    assert (debug["runs_by_message"], debug["attempts_by_message"]) == ({"m1": 1}, {"m1": 2})
+
+
+def test_concurrent_runs_of_one_thread_are_serialised(switched_server: Server) -> None:
+    notes = [f"note {i}" for i in range(4)]
+    with ThreadPoolExecutor(len(notes)) as pool:
+        results = list(
+            pool.map(
+                lambda i: post_run(switched_server.url, run_input("dev-11", f"m{i}", notes[i], mode="listen")),
+                range(len(notes)),
+            )
+        )
+    assert all(types(r)[-1] == "RUN_FINISHED" for r in results)
+    debug = httpx.get(f"{switched_server.url}/debug/threads/dev-11").json()
+    assert sorted(m["content"] for m in debug["message_buffer"]) == notes  # no update lost
+    assert debug["runs_by_message"] == {f"m{i}": 1 for i in range(len(notes))}
 
 
 def test_checkpointer_survives_restart(server_factory: Any, tmp_path: Any) -> None:
