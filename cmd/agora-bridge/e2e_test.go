@@ -51,8 +51,9 @@ func TestEndToEndAgoradBridgeRefgraph(t *testing.T) {
 	cmds := broker.Subscribe(t, "agora/v1/+/commands")
 	agorad, agoractl := buildTool(t, "github.com/agora/agorad/cmd/agorad"), buildTool(t, "github.com/agora/agorad/cmd/agoractl")
 
+	stateDir := t.TempDir()
 	br := fleetsim.NewProc("bridge", "", nil, binPath, "run", "--broker", broker.URL(), "--agui-url", g.URL(),
-		"--state-dir", t.TempDir(), "--log-level", "debug")
+		"--state-dir", stateDir, "--log-level", "debug")
 	if err := br.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -163,6 +164,23 @@ func TestEndToEndAgoradBridgeRefgraph(t *testing.T) {
 			t.Errorf("buffer_context lacks %q: %q", n, bc)
 		}
 	}
+	// A message the graph rejects is parked with its reason; the device's
+	// next message goes on.
+	ctl("say", "[refgraph:reject] dit wordt geweigerd")
+	ctl("say", "En de kolom daarnaast?")
+	if _, ok := cmds.WaitFor(60*time.Second, func(m []brokertest.Message) bool {
+		for _, msg := range m {
+			if strings.Contains(string(msg.Payload), "En de kolom daarnaast") {
+				return true
+			}
+		}
+		return false
+	}); !ok {
+		t.Fatalf("no reply after a rejected message:\n%s", br.Log())
+	}
+	if !strings.Contains(br.Log(), "message parked as a dead letter") || !strings.Contains(br.Log(), "reject") {
+		t.Errorf("no park log for the rejected message:\n%s", br.Log())
+	}
 	// The device deletes the batch only on the bridge's ack (batch_ack_required).
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -178,5 +196,10 @@ func TestEndToEndAgoradBridgeRefgraph(t *testing.T) {
 			t.Fatalf("device outbox still %d: %s", st.Outbox, out)
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+	br.Stop()
+	out, err := exec.Command(binPath, "deadletters", "--state-dir", stateDir).CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "inspector-7") || !strings.Contains(string(out), "RUN_ERROR") {
+		t.Errorf("deadletters: %v\n%s", err, out)
 	}
 }
