@@ -1,8 +1,6 @@
 package bridge_test
 
 import (
-	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -345,7 +343,6 @@ func TestStatusKeepsOnlineAndMode(t *testing.T) {
 	defer agent.Close()
 	h := startBridge(t, broker.URL(), agent.URL, fastRetry, "")
 	dev := newDevice(t, "hs-1", broker.URL(), false)
-	_ = dev
 	waitFor(t, 10*time.Second, "online status", func() bool {
 		ds, _ := h.store.Device("hs-1")
 		return ds.Online && ds.Mode == "feedback"
@@ -353,8 +350,12 @@ func TestStatusKeepsOnlineAndMode(t *testing.T) {
 	if testutil.ToFloat64(h.m.Online.WithLabelValues("hs-1")) != 1 {
 		t.Error("online gauge")
 	}
-	var st json.RawMessage
-	_ = st
-	_ = context.Background
-	_ = bridge.StateDone
+	dev.stop() // the device says goodbye: retained online:false
+	waitFor(t, 10*time.Second, "offline status", func() bool {
+		ds, _ := h.store.Device("hs-1")
+		return !ds.Online
+	})
+	if testutil.ToFloat64(h.m.Online.WithLabelValues("hs-1")) != 0 {
+		t.Error("online gauge after goodbye")
+	}
 }

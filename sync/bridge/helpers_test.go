@@ -176,6 +176,7 @@ type device struct {
 	id    string
 	store *buffer.Store
 	up    *uplink.Client
+	stop  func()
 }
 
 func newDevice(t *testing.T, id, brokerURL string, batchAck bool) *device {
@@ -195,8 +196,10 @@ func newDevice(t *testing.T, id, brokerURL string, batchAck bool) *device {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = up.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
-	return &device{id: id, store: st, up: up}
+	var once sync.Once
+	stop := func() { once.Do(func() { cancel(); <-done }) }
+	t.Cleanup(stop)
+	return &device{id: id, store: st, up: up, stop: stop}
 }
 
 func (d *device) say(t *testing.T, text string) buffer.Entry {
