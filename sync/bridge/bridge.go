@@ -231,9 +231,12 @@ func (b *Bridge) status(device, topic string, payload []byte) error {
 	if err != nil {
 		return err
 	}
-	// Retained and live statuses can cross: keep the newest by updated_at
-	// (fixed-width RFC 3339, so it sorts as a string).
-	if st.UpdatedAt != "" && st.UpdatedAt < ds.StatusAt {
+	// A live status older than the one kept (a retained copy crossing a live
+	// one) is ignored. An offline status always counts: the last will carries
+	// the time its connection was opened, older than the statuses that
+	// connection published since. (A will of a connection taken over by the
+	// device's reconnect can thus mark it offline until its next status.)
+	if st.Online && st.UpdatedAt != "" && st.UpdatedAt < ds.StatusAt {
 		b.m.Messages.WithLabelValues("status", "stale").Inc()
 		return nil
 	}
