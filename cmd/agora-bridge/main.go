@@ -174,6 +174,13 @@ func run(ctx context.Context, c Config, log *slog.Logger) error {
 		defer js.Close()
 		store = js.Store()
 		mqttOpts.NoSubscribe = true // publishes commands only; JetStream feeds the bridge
+		if mqttOpts.ClientID == defaults().Broker.ClientID {
+			// Several bridges with one client id would take each other's
+			// session over in a loop; a publish-only session needs no
+			// stable id.
+			host, _ := os.Hostname()
+			mqttOpts.ClientID = fmt.Sprintf("%s-%s-%d", mqttOpts.ClientID, host, os.Getpid())
+		}
 	} else {
 		sync := c.State.SyncWrites == nil || *c.State.SyncWrites
 		bs, err := bridge.OpenBadger(c.State.Dir, sync, log)
