@@ -68,6 +68,9 @@ func main() {
 		check(err)
 		url, stop := startGraph(*graphKind, work, delay)
 		for _, sc := range strings.Split(*scenarios, ",") {
+			if sc == "" {
+				continue
+			}
 			r := runScenario(sc, bin, work, url, *devices, *messages, *partitions, delay)
 			results = append(results, r)
 			fmt.Printf("  %-22s %5d runs in %7.2fs = %6.1f runs/s  p50 %7v  p99 %7v  replies %d lost %d\n",
@@ -217,14 +220,30 @@ func runScenario(sc, bin, work, agentURL string, devices, messages, partitions, 
 		p50: fleetsim.Percentile(lat, 50), p99: fleetsim.Percentile(lat, 99), replies: len(lat), lost: lost}
 }
 
-// measureOverhead compares, one run at a time, a direct AG-UI POST with the
-// same turn through device → mosquitto → bridge → graph → reply.
+// measureOverhead compares, one run at a time and alternating (so both see
+// the same machine load and the same thread growth), a direct AG-UI POST
+// with the same turn through device → mosquitto → bridge → graph → reply.
 func measureOverhead(bin, work, agentURL string, delay, n int) string {
 	c := agui.New(agentURL, 4, time.Minute)
-	var direct []time.Duration
+	b := startBroker("mosquitto", work, 1)
+	defer b.stop()
+	procs := startBridges(bin, work, b, 1, 1, agentURL)
+	defer procs[0].Stop()
+	col, err := fleetsim.Collect(b.mqttURL, fmt.Sprintf("overhead-collector-%d", time.Now().UnixNano()))
+	check(err)
+	defer col.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	fleet, err := fleetsim.Start(ctx, 1, fmt.Sprintf("ovh%d", time.Now().UnixNano()%100000), b.mqttURL)
+	check(err)
+	defer func() { cancel(); fleet.Wait() }()
+	check(fleet.WaitOnline(time.Minute))
+	time.Sleep(time.Second)
+	d := fleet.Devices[0]
+	thread := fmt.Sprintf("direct-%d", time.Now().UnixNano())
+	var direct, via []time.Duration
 	for i := range n {
-		id := fmt.Sprintf("019d0000-0000-7000-8000-%012d", time.Now().UnixNano()%1e12+int64(i))
-		in := types.RunAgentInput{ThreadID: "direct-bench", RunID: "run-" + id, State: map[string]any{},
+		id := fmt.Sprintf("019d0000-0000-7000-8000-%012d", time.Now().UnixNano()%1e12)
+		in := types.RunAgentInput{ThreadID: thread, RunID: "run-" + id, State: map[string]any{},
 			Messages: []types.Message{{ID: id, Role: types.RoleUser, Content: fmt.Sprintf("question %d", i)}},
 			Tools:    []types.Tool{}, Context: []types.Context{}, ForwardedProps: map[string]any{"interactionMode": "feedback"}}
 		t0 := time.Now()
@@ -232,23 +251,7 @@ func measureOverhead(bin, work, agentURL string, delay, n int) string {
 			fail("direct run: %v", err)
 		}
 		direct = append(direct, time.Since(t0))
-	}
-	b := startBroker("mosquitto", work, 1)
-	defer b.stop()
-	procs := startBridges(bin, work, b, 1, 1, agentURL)
-	defer procs[0].Stop()
-	col, err := fleetsim.Collect(b.mqttURL, "overhead-collector")
-	check(err)
-	defer col.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	fleet, err := fleetsim.Start(ctx, 1, "overhead", b.mqttURL)
-	check(err)
-	defer func() { cancel(); fleet.Wait() }()
-	check(fleet.WaitOnline(time.Minute))
-	time.Sleep(time.Second)
-	d := fleet.Devices[0]
-	var via []time.Duration
-	for i := range n {
+
 		e, err := d.Outbox.Say(fmt.Sprintf("question %d", i))
 		check(err)
 		for {
