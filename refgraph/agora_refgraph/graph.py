@@ -246,6 +246,8 @@ def build_graph(settings: Settings | None = None) -> StateGraph:
         """The general agent: the model sees buffer_context as its system prompt."""
         inc = incoming(state)
         check_reject(inc)
+        if not inc.text.strip():
+            raise ValueError(f"run has no question to answer: user message {inc.message_id or '(none)'} is empty")
         prompt: list[BaseMessage] = []
         if state.get("buffer_context"):
             prompt.append(SystemMessage(content=state["buffer_context"]))

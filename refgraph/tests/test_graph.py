@@ -356,3 +356,11 @@ def test_run_records_survive_a_fork(tmp_path: Any) -> None:
             return [r["message_id"] for r in (await leaf_runs(saver, "t1"))["t1"]]
 
     assert asyncio.run(go()) == ["m1", "m2", "m3"]
+
+
+def test_empty_question_fails_the_run() -> None:
+    t = Thread()
+    with pytest.raises(ValueError, match="user message m1 is empty"):
+        t.run(graph_input("m1", "  ", "feedback"))
+    with pytest.raises(ValueError, match=r"user message \(none\) is empty"):
+        Thread().run({"messages": [], "ag-ui": {"tools": [], "context": []}})
