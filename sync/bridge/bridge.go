@@ -14,6 +14,7 @@ import (
 
 	"github.com/ag-ui-protocol/ag-ui/sdks/community/go/pkg/core/types"
 
+	"github.com/agora/agorad/buffer"
 	"github.com/agora/agorad/sync/agui"
 	"github.com/agora/agorad/sync/protocol"
 )
@@ -582,6 +583,6 @@ func RunID(messageID string) string { return "run-" + messageID }
 // flushed by "AGORA"), so it is always "feedback"; the device's status mode
 // is not used, as a status can arrive after the message it preceded.
 func forwarded(device string, env protocol.Envelope) map[string]any {
-	return map[string]any{"interactionMode": protocol.ModeFeedback, "deviceId": device, "seq": env.Seq,
+	return map[string]any{"interactionMode": string(buffer.ModeFeedback), "deviceId": device, "seq": env.Seq,
 		"offline": env.Offline, "messageId": env.ID}
 }

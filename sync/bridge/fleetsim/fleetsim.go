@@ -131,7 +131,7 @@ func (o *MemOutbox) Batch(notes ...string) (buffer.Entry, error) {
 	}
 	id, _ := uuid.NewV7()
 	o.seq++
-	body, _ := json.Marshal(protocol.BatchBody{Items: items, Count: len(items)})
+	body, _ := json.Marshal(buffer.BatchBody{Items: items, Count: len(items)})
 	e := buffer.Entry{ID: id.String(), Seq: o.seq, Lane: buffer.LaneData, Kind: buffer.KindBatch, CreatedAt: now, Body: body}
 	o.entries = append(o.entries, e)
 	o.mu.Unlock()
