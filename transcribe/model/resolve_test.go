@@ -1,4 +1,4 @@
-package transcribe
+package model
 
 import (
 	"os"
@@ -24,7 +24,7 @@ func TestDefaultModelDirsUnderSystemd(t *testing.T) {
 	if strings.Join(dirs, ",") != "/var/lib/agorad/models,/usr/share/agorad/models" {
 		t.Errorf("search list at / = %q", dirs)
 	}
-	_, err := ResolveModel("whisper", "no-such-model.bin", "")
+	_, err := Resolve("whisper", "no-such-model.bin", "")
 	if err == nil || !strings.Contains(err.Error(), "/var/lib/agorad/models/no-such-model.bin") {
 		t.Errorf("error does not list the service's model dir: %v", err)
 	}

@@ -1,4 +1,4 @@
-package transcribe
+package model
 
 import (
 	"errors"
@@ -33,12 +33,12 @@ func defaultModelDirs() []string {
 	return append(dirs, systemModelDirs...)
 }
 
-// ResolveModel finds the file of a model. kind is "whisper" or "vad"; name
+// Resolve finds the file of a model. kind is "whisper" or "vad"; name
 // is a catalog name ("base.en"), a file name ("ggml-base.en.bin") or a
 // path; configuredPath, when set, is the only place looked (an explicit
 // setting is never silently replaced by another file). The error says which
 // model, every place looked, and how to get it.
-func ResolveModel(kind, name, configuredPath string) (string, error) {
+func Resolve(kind, name, configuredPath string) (string, error) {
 	if kind != "whisper" && kind != "vad" {
 		return "", fmt.Errorf("resolve model: unknown kind %q (want whisper or vad)", kind)
 	}
@@ -51,17 +51,17 @@ func ResolveModel(kind, name, configuredPath string) (string, error) {
 	return resolveIn(kind, name, defaultModelDirs())
 }
 
-// ResolveModelIn finds a model by name (or path) in dirs first, then in the
+// ResolveIn finds a model by name (or path) in dirs first, then in the
 // default places (./models and ../shared/models where they exist, then
 // /var/lib/agorad/models, /usr/share/agorad/models). Empty dirs are skipped.
-func ResolveModelIn(kind, name string, dirs ...string) (string, error) {
+func ResolveIn(kind, name string, dirs ...string) (string, error) {
 	if kind != "whisper" && kind != "vad" {
 		return "", fmt.Errorf("resolve model: unknown kind %q (want whisper or vad)", kind)
 	}
 	var uniq []string
 	seen := map[string]bool{}
-	for _, d := range append(nonEmpty(dirs), defaultModelDirs()...) {
-		if !seen[filepath.Clean(d)] {
+	for _, d := range append(dirs, defaultModelDirs()...) {
+		if d = strings.TrimSpace(d); d != "" && !seen[filepath.Clean(d)] {
 			seen[filepath.Clean(d)] = true
 			uniq = append(uniq, d)
 		}
@@ -78,7 +78,7 @@ func resolveIn(kind, name string, dirs []string) (string, error) {
 		candidates = append(candidates, name)
 	} else {
 		files := []string{name}
-		if e, ok := LookupCatalog(name); ok && e.Kind == kind {
+		if e, ok := Lookup(name); ok && e.Kind == kind {
 			for _, f := range append([]string{e.File}, e.Aliases...) {
 				if f != name {
 					files = append(files, f)
@@ -105,7 +105,7 @@ func resolveIn(kind, name string, dirs []string) (string, error) {
 		looked[i] = abs
 	}
 	how := fmt.Sprintf("get it with `agorad model fetch %s`", name)
-	if e, ok := LookupCatalog(name); !ok || e.Kind != kind {
+	if e, ok := Lookup(name); !ok || e.Kind != kind {
 		how = fmt.Sprintf("%q is not in the model catalog; known %s models: %s (get one with `agorad model fetch NAME`)",
 			name, kind, strings.Join(catalogNames(kind), ", "))
 	}
