@@ -166,7 +166,32 @@ ct kill -9 "$pid1"
 check "kill -9 -> restart" wait_restart "$pid1" 30
 check "journal shows the structured log" sh -c "nsenter -t $LEADER -a journalctl -u agorad --no-pager | grep -q 'agorad running.*device_id=agtest'"
 
-# State for the upgrade: a note ct the listen buffer, a batch ct the outbox
+# The voice path under the unit's hardening (MemoryDenyWriteExecute, the
+# device policy): ALSA's file plugin as the microphone (no sound card in the
+# container; ../shared/alsa-virtual-mic.md), the shared test models
+# (whisper tiny.en without weights: it loads and decodes; Silero VAD real).
+SHARED=${AGORAD_SHARED:-$PWD/../shared}
+mkdir -p "$ROOT/usr/share/agtest" "$ROOT/var/lib/agorad/models"
+sox "$SHARED/audio/cheetah_test_en.wav" -r 16000 -c 1 -b 16 -e signed-integer -t raw "$ROOT/usr/share/agtest/speech.raw" pad 0 60
+cat >"$ROOT/etc/asound.conf" <<'ASND'
+pcm.filein { type file; slave.pcm "null"; file "/dev/null"; infile "/usr/share/agtest/speech.raw"; format "raw" }
+pcm.agmic { type plug; slave { pcm "filein"; format S16_LE; rate 16000; channels 1 } }
+ASND
+cp "$SHARED/models/for-tests-ggml-tiny.en.bin" "$SHARED/models/for-tests-silero-v6.2.0-ggml.bin" "$ROOT/var/lib/agorad/models/"
+ct chown -R agorad:agorad /var/lib/agorad/models
+cp -p "$ROOT/etc/agorad/agorad.yaml" "$SYS/agorad.yaml.none"
+sed -i -e 's#^  source: none#  source: agmic#' -e 's#^  whisper: .*#  whisper: for-tests-ggml-tiny.en.bin#' "$ROOT/etc/agorad/agorad.yaml"
+check "restart with the file microphone (READY=1 once it is open)" ct systemctl restart agorad
+check "STATUS names the microphone" sh -c "nsenter -t $LEADER -a systemctl show -p StatusText agorad | grep -q 'input agmic'"
+heard() { for _ in $(seq 60); do
+  n=$(ct runuser -u inspector -- agoractl --json status | sed -n 's/.*"transcriptions": *\([0-9]*\).*/\1/p')
+  [ "${n:-0}" -gt 0 ] && return 0; sleep 1; done; return 1; }
+check "transcribes under MemoryDenyWriteExecute and DevicePolicy=closed" heard
+check "still running after transcribing" ct systemctl is-active agorad
+cp -p "$SYS/agorad.yaml.none" "$ROOT/etc/agorad/agorad.yaml"
+ct systemctl restart agorad
+
+# State for the upgrade: a note in the listen buffer, a batch in the outbox
 # (broker stopped so it stays there).
 ct systemctl stop mosquitto
 ct runuser -u inspector -- agoractl say "note kept across the upgrade" >/dev/null
