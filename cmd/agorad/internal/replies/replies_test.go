@@ -313,7 +313,7 @@ func TestCrashWhileSpeakingAndNoEngine(t *testing.T) {
 	st.AddReply(buffer.Reply{ID: "q", Text: "queued", Lang: "en", ExpiresAt: time.Now().Add(time.Hour)})
 	st.Close()
 
-	r := newRig(t, dir, nil, 0) // no engine: earcons only
+	r := newRig(t, dir, nil, 0)                        // no engine: earcons only
 	r.receive(protocol.Reply{ID: "q", Text: "queued"}) // redelivered after the crash
 	waitFor(t, "outcomes", func() bool { a := r.acks(); return len(a["s"]) == 1 && len(a["q"]) == 1 })
 	acks := r.acks()
