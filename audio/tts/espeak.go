@@ -65,6 +65,13 @@ func newEspeak(cfg Config) (*espeak, error) {
 			return nil, fmt.Errorf("tts voice %q for %q does not load in %s: %v %s", voice, lang, path, err, strings.TrimSpace(stderr.String()))
 		}
 	}
+	// Start one process per voice now, so even the first reply does not
+	// wait for espeak-ng to start.
+	for _, lang := range sortedKeys(cfg.Voices) {
+		if p, err := e.start(cfg.Voices[lang]); err == nil {
+			e.warm[cfg.Voices[lang]] = p
+		}
+	}
 	return e, nil
 }
 

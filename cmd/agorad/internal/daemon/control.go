@@ -36,6 +36,7 @@ func (h *controlHandler) Status(ctx context.Context) (control.Status, error) {
 	if last, at := d.router.Last(); !at.IsZero() {
 		st.LastUtterance = &control.LastUtterance{Text: last.Text, At: at}
 	}
+	d.speechStatus(&st)
 	return st, nil
 }
 

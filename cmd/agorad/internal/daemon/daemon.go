@@ -19,10 +19,12 @@ import (
 
 	"github.com/agora/agorad/audio"
 	"github.com/agora/agorad/audio/segment"
+	"github.com/agora/agorad/audio/tts"
 	"github.com/agora/agorad/audio/vad"
 	"github.com/agora/agorad/buffer"
 	"github.com/agora/agorad/cmd/agorad/internal/evdev"
 	"github.com/agora/agorad/cmd/agorad/internal/metrics"
+	"github.com/agora/agorad/cmd/agorad/internal/replies"
 	"github.com/agora/agorad/cmd/agorad/internal/sdnotify"
 	"github.com/agora/agorad/cmd/internal/control"
 	"github.com/agora/agorad/configs"
@@ -104,6 +106,10 @@ type Daemon struct {
 	ptt     atomic.Bool
 	pttEdge chan bool // push-to-talk presses and releases, from evdev and agoractl
 
+	replies *replies.Player // speaks the backend's replies (replies.go)
+	tts     tts.Engine
+	langs   langMemo
+
 	jobs    chan job // journaled utterances waiting for whisper
 	pending sync.WaitGroup
 	refused atomic.Uint64
@@ -178,11 +184,21 @@ func newDaemon(o Options) (*Daemon, int, error) {
 	d.router, err = NewRouter(RouterOptions{
 		Store: d.store, Rules: matcherFunc(d.match), Sounds: d.sounds,
 		Online: d.up.Online, DefaultMode: cfg.Mode,
-		OnMode: func(m string) { d.log.Info("mode changed", "mode", m); d.up.PublishStatus() },
+		OnMode: func(m string) {
+			d.log.Info("mode changed", "mode", m)
+			d.up.PublishStatus()
+			if d.replies != nil {
+				d.replies.Wake() // held replies are spoken in feedback mode
+			}
+		},
 	})
 	if err != nil {
 		d.close()
 		return nil, ExitFailure, err
+	}
+	if err := d.newReplies(); err != nil {
+		d.close()
+		return nil, ExitUsage, err
 	}
 	return d, ExitOK, nil
 }
@@ -201,6 +217,9 @@ func (d *Daemon) match(text string) wake.Match {
 func (d *Daemon) close() {
 	if d.whisper != nil {
 		d.whisper.Close()
+	}
+	if d.tts != nil {
+		d.tts.Close()
 	}
 	if d.sounds != nil {
 		d.sounds.Close()
@@ -279,6 +298,7 @@ func (d *Daemon) run(ctx context.Context) (int, error) {
 	svc.Go(func() error { d.watchOnline(svcCtx); return nil })
 	svc.Go(func() error { d.refreshGauges(svcCtx); return nil })
 	svc.Go(func() error { d.reloadLoop(svcCtx); return nil })
+	svc.Go(func() error { return d.replies.Run(svcCtx) })
 	svc.Go(func() error {
 		// No watchdog ping while the store does not answer: systemd then
 		// restarts a daemon that can no longer keep what it hears.
@@ -471,7 +491,7 @@ func (d *Daemon) captureLoop(ctx context.Context, kind inputKind) error {
 		if !handsFree {
 			continue
 		}
-		us, err := seg.Push(c)
+		us, err := seg.Push(d.muteEcho(c))
 		if err != nil {
 			d.log.Warn("segmentation", "err", err)
 		}
@@ -618,6 +638,7 @@ func (d *Daemon) transcribeOne(ctx context.Context, j job) {
 	if out.Stored+out.Sent > 0 {
 		d.met.Utterance(mode)
 	}
+	d.langs.put(res.Lang, out.ID, out.BatchID)
 	d.log.Info("utterance", "mode", out.ModeAfter, "stored", out.Stored, "sent", out.Sent, "wake", string(out.Wake),
 		"chars", len(res.Text), "rtf", rtf(res))
 }
@@ -643,6 +664,9 @@ func (d *Daemon) noteRefusal(err error) {
 
 // pushToTalk takes key edges from evdev and agoractl.
 func (d *Daemon) pushToTalk(down bool) {
+	if d.replies != nil {
+		d.replies.SetPTT(down) // barge-in: speech stops at the press
+	}
 	d.pttMu.Lock()
 	defer d.pttMu.Unlock()
 	if d.ptt.Load() == down {
@@ -725,6 +749,8 @@ func (d *Daemon) HandleCommand(ctx context.Context, cmd protocol.Command) error 
 		return err
 	case "ping":
 		return nil
+	case protocol.CmdReply:
+		return d.replies.Receive(ctx, *cmd.Reply)
 	default:
 		return fmt.Errorf("command type %q not handled by the daemon", cmd.Type)
 	}
