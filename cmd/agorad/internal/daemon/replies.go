@@ -39,8 +39,9 @@ func (d *Daemon) newReplies() error {
 		Online:  d.up.Online,
 		LangOf:  d.langs.get, DefaultLang: rc.Language,
 		MaxAge: rc.MaxAge.D(), MaxChars: rc.MaxChars, HalfDuplex: rc.HalfDuplex, Tail: rc.Tail.D(),
-		Metrics: d.met.NewReplies(),
-		Logger:  d.log,
+		Metrics:    d.met.NewReplies(),
+		Logger:     d.log,
+		AfterStore: testHookReplyStored,
 	})
 	if err != nil {
 		return fmt.Errorf("replies: %w", err)
@@ -48,6 +49,10 @@ func (d *Daemon) newReplies() error {
 	d.replies = p
 	return nil
 }
+
+// testHookReplyStored runs after a reply is stored, before the broker is
+// acknowledged (the kill -9 test stops the process there).
+var testHookReplyStored func(id string)
 
 // langMemo remembers the language of recent utterances and batches by id, so
 // a reply without lang is spoken in the language of what it answers.

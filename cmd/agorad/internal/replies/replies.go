@@ -61,6 +61,9 @@ type Options struct {
 	Tail        time.Duration // muted after speech ends (half duplex)
 	Metrics     Metrics
 	Logger      *slog.Logger
+	// AfterStore, when set, runs after a new reply was stored and before
+	// Receive returns (tests kill the process there).
+	AfterStore func(id string)
 }
 
 // Status is what agoractl status shows.
@@ -144,6 +147,9 @@ func (p *Player) Receive(ctx context.Context, r protocol.Reply) error {
 	if !added {
 		p.log.Info("reply redelivered; already stored, not queued again", "id", r.ID, "state", stored.State)
 		return nil
+	}
+	if p.o.AfterStore != nil {
+		p.o.AfterStore(r.ID)
 	}
 	p.mu.Lock()
 	p.arrived[r.ID] = arrival
