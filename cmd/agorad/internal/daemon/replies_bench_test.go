@@ -33,8 +33,8 @@ type firstAudioLog struct {
 }
 
 func (l *firstAudioLog) Enabled(context.Context, slog.Level) bool { return true }
-func (l *firstAudioLog) WithAttrs([]slog.Attr) slog.Handler      { return l }
-func (l *firstAudioLog) WithGroup(string) slog.Handler           { return l }
+func (l *firstAudioLog) WithAttrs([]slog.Attr) slog.Handler       { return l }
+func (l *firstAudioLog) WithGroup(string) slog.Handler            { return l }
 func (l *firstAudioLog) Handle(_ context.Context, r slog.Record) error {
 	if r.Message != "reply audio started" {
 		return nil
