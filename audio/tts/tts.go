@@ -49,7 +49,11 @@ func New(cfg Config) (Engine, error) {
 	}
 	switch cfg.Engine {
 	case "espeak-ng":
-		return newEspeak(cfg)
+		e, err := newEspeak(cfg)
+		if err != nil {
+			return nil, err // not a nil *espeak in a non-nil Engine
+		}
+		return e, nil
 	default:
 		return nil, fmt.Errorf("tts engine %q: unknown (have %s)", cfg.Engine, strings.Join(Engines, ", "))
 	}

@@ -101,8 +101,8 @@ func TestEspeakMatchesCLI(t *testing.T) {
 }
 
 func TestEspeakErrors(t *testing.T) {
-	if _, err := tts.New(tts.Config{Engine: "espeak-ng", Voices: map[string]string{"nl": "zz"}, Volume: 1}); err == nil || !strings.Contains(err.Error(), `"zz"`) {
-		t.Errorf("bad voice: %v", err)
+	if e, err := tts.New(tts.Config{Engine: "espeak-ng", Voices: map[string]string{"nl": "zz"}, Volume: 1}); err == nil || !strings.Contains(err.Error(), `"zz"`) || e != nil {
+		t.Errorf("bad voice: %v, engine %v", err, e)
 	}
 	if _, err := tts.New(tts.Config{Engine: "festival", Voices: map[string]string{"en": "en"}, Volume: 1}); err == nil {
 		t.Error("unknown engine accepted")

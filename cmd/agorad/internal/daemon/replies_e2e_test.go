@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -427,5 +428,29 @@ func TestListenModeHoldsAndExpired(t *testing.T) {
 	}
 	if _, c := testaudio.FindSpeech(reference(t, cfg, "en", expired), played); c > 0.6 {
 		t.Errorf("expired reply spoken (correlation %.3f)", c)
+	}
+}
+
+// TestVoiceThatCannotLoad: a voice that does not load is a clear error at
+// start, not a crash: the daemon runs with earcons only, says so in status,
+// and acks replies failed with the reason.
+func TestVoiceThatCannotLoad(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real mosquitto and espeak-ng")
+	}
+	testaudio.NewVirtualMic(t, nil)
+	broker := brokertest.Start(t)
+	cfg := replyConfig(t, broker.URL())
+	cfg.Replies.Voices.NL = "zz-no-such-voice"
+	be := newBackend(t, broker, cfg.DeviceID)
+	d, _ := runDaemon(t, Options{Config: cfg})
+	st, err := (&controlHandler{d: d}).Status(context.Background())
+	if err != nil || !strings.HasPrefix(st.Speech, "off (earcons only)") || !strings.Contains(st.Speech, "zz-no-such-voice") {
+		t.Errorf("status speech %q (%v)", st.Speech, err)
+	}
+	be.reply(protocol.ReplyCommand{ID: "r-mute", Text: "Hallo.", Lang: "nl"})
+	be.waitOutcome("r-mute", protocol.OutcomeFailed, 20*time.Second)
+	if a := be.outcomes(); len(a) != 1 || a[0].OK || !strings.Contains(a[0].Error, "zz-no-such-voice") {
+		t.Errorf("acks %+v", a)
 	}
 }
