@@ -340,7 +340,9 @@ func (p *Player) step(ctx context.Context) time.Duration {
 	if turn == nil || ptt {
 		return wait
 	}
-	p.speak(ctx, *turn)
+	if !p.speak(ctx, *turn) {
+		return time.Second // the store failed: try again later, not in a loop
+	}
 	p.mu.Lock()
 	delete(p.requested, turn.ID)
 	p.mu.Unlock()
@@ -378,15 +380,16 @@ func (p *Player) finish(r buffer.Reply, outcome, reason string) {
 	p.log.Info("reply "+outcome, "id", r.ID, "reason", reason)
 }
 
-// speak plays one reply and stores its outcome.
-func (p *Player) speak(ctx context.Context, r buffer.Reply) {
+// speak plays one reply and stores its outcome; false when the store
+// refused to mark it speaking (nothing was played).
+func (p *Player) speak(ctx context.Context, r buffer.Reply) bool {
 	if p.o.Engine == nil {
 		reason := "speech synthesis unavailable"
 		if p.o.EngineErr != nil {
 			reason += ": " + p.o.EngineErr.Error()
 		}
 		p.finish(r, protocol.OutcomeFailed, reason)
-		return
+		return true
 	}
 	text, cut := tts.Prepare(spokenText(r), p.o.MaxChars)
 	if cut {
@@ -394,17 +397,12 @@ func (p *Player) speak(ctx context.Context, r buffer.Reply) {
 	}
 	if text == "" {
 		p.finish(r, protocol.OutcomeFailed, "nothing to say after removing control characters")
-		return
+		return true
 	}
 	spk, err := p.o.Speaker()
 	if err != nil {
 		p.finish(r, protocol.OutcomeFailed, "speaker: "+err.Error())
-		return
-	}
-	// Marked before any audio: a crash from here on ends it as interrupted.
-	if _, err := p.o.Store.UpdateReply(r.ID, buffer.ReplySpeaking, "", nil, false); err != nil {
-		p.log.Error("store reply state; not speaking it now", "id", r.ID, "err", err)
-		return
+		return true
 	}
 	pctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -413,14 +411,27 @@ func (p *Player) speak(ctx context.Context, r buffer.Reply) {
 	turnAt := p.arrived[r.ID]
 	delete(p.arrived, r.ID)
 	p.mu.Unlock()
-	if p.o.Metrics != nil {
-		p.o.Metrics.SetState(true, p.Status().Waiting)
-	}
 	if turnAt.IsZero() || r.State == buffer.ReplyHeld || !r.State.Open() {
 		turnAt = time.Now() // held or replayed: time from its turn
 	}
-	outcome, reason := protocol.OutcomeSpoken, ""
+	// Synthesis starts while the state is written (both take milliseconds);
+	// no sample is played before "speaking" is stored: a crash from there on
+	// ends the reply as interrupted, never spoken twice.
 	stream, err := p.o.Engine.Synthesize(pctx, text, r.Lang)
+	if _, serr := p.o.Store.UpdateReply(r.ID, buffer.ReplySpeaking, "", nil, false); serr != nil {
+		if stream != nil {
+			stream.Close()
+		}
+		p.mu.Lock()
+		p.speaking, p.cancel = "", nil
+		p.mu.Unlock()
+		p.log.Error("store reply state; not speaking it now", "id", r.ID, "err", serr)
+		return false
+	}
+	if p.o.Metrics != nil {
+		p.o.Metrics.SetState(true, p.Status().Waiting)
+	}
+	outcome, reason := protocol.OutcomeSpoken, ""
 	if err == nil {
 		var done <-chan error
 		done, err = spk.PlayStream(pctx, stream, func(at time.Time) {
@@ -451,6 +462,7 @@ func (p *Player) speak(ctx context.Context, r buffer.Reply) {
 		outcome, reason = protocol.OutcomeFailed, err.Error()
 	}
 	p.finish(r, outcome, reason)
+	return true
 }
 
 func spokenText(r buffer.Reply) string {
