@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -30,27 +31,10 @@ import (
 	"github.com/agora/agorad/buffer"
 	"github.com/agora/agorad/cmd/agorad/internal/daemon"
 	"github.com/agora/agorad/cmd/internal/control"
+	"github.com/agora/agorad/cmd/internal/testrun"
 	"github.com/agora/agorad/configs"
 	"github.com/agora/agorad/sync/brokertest"
 )
-
-// lockedBuffer collects the daemon's log while it runs.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 var (
 	agoractlOnce sync.Once
@@ -134,22 +118,29 @@ func baseConfig(t *testing.T, brokerURL string) *configs.Config {
 	return cfg
 }
 
+// running is an agorad run in this process; log collects what it logs.
 type running struct {
-	cancel context.CancelFunc
-	done   chan int
-	log    *lockedBuffer
+	run    *testrun.Run
+	log    *brokertest.Log
 	socket string
 }
+
+// exitError carries a non-zero exit code of agorad run through testrun.
+type exitError int
+
+func (e exitError) Error() string { return fmt.Sprintf("exit %d", int(e)) }
 
 // startDaemon runs `agorad run -c FILE args...` in this process and waits
 // until its control socket answers.
 func startDaemon(t *testing.T, cfgPath, socket string, args ...string) *running {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{cancel: cancel, done: make(chan int, 1), log: &lockedBuffer{}, socket: socket}
-	go func() {
-		r.done <- dispatch(ctx, append([]string{"run", "-c", cfgPath}, args...), io.Discard, r.log)
-	}()
+	r := &running{log: &brokertest.Log{}, socket: socket}
+	r.run = testrun.Start(t, "agorad run", func(ctx context.Context) error {
+		if code := dispatch(ctx, append([]string{"run", "-c", cfgPath}, args...), io.Discard, r.log); code != exitOK {
+			return exitError(code)
+		}
+		return nil
+	})
 	r.waitReady(t)
 	return r
 }
@@ -161,8 +152,7 @@ func startDaemon(t *testing.T, cfgPath, socket string, args ...string) *running 
 // not paced.
 func startPacedDaemon(t *testing.T, cfg *configs.Config) *running {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{cancel: cancel, done: make(chan int, 1), log: &lockedBuffer{}, socket: cfg.Control.Socket}
+	r := &running{log: &brokertest.Log{}, socket: cfg.Control.Socket}
 	level := new(slog.LevelVar)
 	level.Set(slog.LevelDebug)
 	opts := daemon.Options{
@@ -175,7 +165,12 @@ func startPacedDaemon(t *testing.T, cfg *configs.Config) *running {
 			return testaudio.Paced(src), nil
 		},
 	}
-	go func() { r.done <- daemon.Run(ctx, opts) }()
+	r.run = testrun.Start(t, "daemon.Run", func(ctx context.Context) error {
+		if code := runExitCode(daemon.Run(ctx, opts)); code != exitOK {
+			return exitError(code)
+		}
+		return nil
+	})
 	r.waitReady(t)
 	return r
 }
@@ -190,31 +185,29 @@ func (r *running) waitReady(t *testing.T) {
 			break
 		}
 		select {
-		case code := <-r.done:
-			t.Fatalf("agorad run exited with %d before its socket answered:\n%s", code, r.log.String())
+		case <-r.run.Done():
+			t.Fatalf("agorad run ended (%v) before its socket answered:\n%s", r.run.Err(), r.log.String())
 		default:
 		}
 		if time.Now().After(deadline) {
-			r.cancel()
+			r.run.Stop()
 			t.Fatalf("agorad never answered on %s:\n%s", r.socket, r.log.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Cleanup(func() { r.stop(t) })
 }
 
 // stop ends the daemon as SIGTERM would and returns its exit code.
 func (r *running) stop(t *testing.T) int {
 	t.Helper()
-	r.cancel()
-	select {
-	case code, ok := <-r.done:
-		if ok {
-			close(r.done)
-		}
-		return code
-	case <-time.After(30 * time.Second):
-		t.Fatalf("agorad did not stop within 30s:\n%s", r.log.String())
+	var code exitError
+	switch err := r.run.Stop(); {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &code):
+		return int(code)
+	default:
+		t.Fatalf("%v:\n%s", err, r.log.String())
 		return -1
 	}
 }
@@ -446,7 +439,7 @@ func TestRunRejectsBadInput(t *testing.T) {
 			t.Skip("loads the whisper test model")
 		}
 		cfg := baseConfig(t, "tcp://127.0.0.1:1")
-		var stderr lockedBuffer
+		var stderr brokertest.Log
 		code := dispatch(context.Background(), []string{"run", "-c", writeConfig(t, cfg), "--input", notAudio, "--drain-timeout", "1s"}, io.Discard, &stderr)
 		if code == 0 || !strings.Contains(stderr.String(), "notes.wav") {
 			t.Fatalf("exit %d, want non-zero naming notes.wav:\n%s", code, stderr.String())
@@ -458,7 +451,7 @@ func TestRunRejectsBadInput(t *testing.T) {
 		}
 		testaudio.NewVirtualMic(t, testaudio.Silence(100))
 		cfg := baseConfig(t, "tcp://127.0.0.1:1")
-		var stderr lockedBuffer
+		var stderr brokertest.Log
 		code := dispatch(context.Background(), []string{"run", "-c", writeConfig(t, cfg), "--input", "Jabra Evolve 9000"}, io.Discard, &stderr)
 		if code != 1 || !strings.Contains(stderr.String(), "Jabra Evolve 9000") {
 			t.Fatalf("exit %d, want 1 naming the missing device:\n%s", code, stderr.String())

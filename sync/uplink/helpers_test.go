@@ -1,7 +1,6 @@
 package uplink
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,7 +18,7 @@ import (
 
 func newStore(t testing.TB) *buffer.Store {
 	t.Helper()
-	st, err := buffer.Open(t.TempDir(), buffer.Options{Sync: buffer.SyncNone, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	st, err := buffer.Open(t.TempDir(), buffer.Options{Sync: buffer.SyncNone, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
@@ -27,28 +26,10 @@ func newStore(t testing.TB) *buffer.Store {
 	return st
 }
 
-// syncBuf is a goroutine-safe log sink.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func testOptions(deviceID, url string) Options {
 	return Options{DeviceID: deviceID, BrokerURL: url, BackoffMin: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond,
 		KeepAlive: 5 * time.Second, ConnectTimeout: 2 * time.Second, PublishTimeout: 5 * time.Second,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger: slog.New(slog.DiscardHandler),
 		Status: func() protocol.Status { return protocol.Status{Mode: "feedback", Version: "test", Model: "tiny"} }}
 }
 

@@ -14,8 +14,9 @@ import (
 
 // newReplies builds the reply player (issue 7). An engine or voice that does
 // not load is logged once, loudly, and the daemon runs with earcons only;
-// the replies are still stored, listed and acknowledged (failed).
-func (d *Daemon) newReplies() error {
+// the replies are still stored, listed and acknowledged (failed). The engine
+// is returned for the daemon to close.
+func newReplies(d *core) (*replies.Player, tts.Engine, error) {
 	rc := d.cfg.Replies
 	var engine tts.Engine
 	var engineErr error
@@ -30,12 +31,11 @@ func (d *Daemon) newReplies() error {
 	} else {
 		engineErr = fmt.Errorf("replies.enabled is false")
 	}
-	d.tts = engine
 	p, err := replies.New(replies.Options{
 		Store: d.store, Engine: engine, EngineErr: engineErr,
 		Speaker: d.sounds.speaker,
 		Earcon:  d.sounds.Play,
-		Mode:    func() string { return d.router.Mode() },
+		Mode:    func() string { return string(d.router.Mode()) },
 		Online:  d.up.Online,
 		LangOf:  d.langs.get, DefaultLang: rc.Language,
 		MaxAge: rc.MaxAge.D(), MaxChars: rc.MaxChars, HalfDuplex: rc.HalfDuplex, Tail: rc.Tail.D(),
@@ -44,10 +44,12 @@ func (d *Daemon) newReplies() error {
 		AfterStore: testHookReplyStored,
 	})
 	if err != nil {
-		return fmt.Errorf("replies: %w", err)
+		if engine != nil {
+			engine.Close()
+		}
+		return nil, nil, fmt.Errorf("replies: %w", err)
 	}
-	d.replies = p
-	return nil
+	return p, engine, nil
 }
 
 // testHookReplyStored runs after a reply is stored, before the broker is
@@ -110,27 +112,27 @@ func (s *sounder) speaker() (replies.Speaker, error) {
 	return s.player, nil
 }
 
-func (h *controlHandler) Replies(ctx context.Context, limit int) (control.RepliesResult, error) {
+func (c *commands) Replies(ctx context.Context, limit int) (control.RepliesResult, error) {
 	if limit <= 0 {
 		limit = defaultListLimit
 	}
-	rs, err := h.d.replies.List(limit)
+	rs, err := c.replies.List(limit)
 	if err != nil {
 		return control.RepliesResult{}, err
 	}
 	return toControlReplies(rs), nil
 }
 
-func (h *controlHandler) RepliesPlay(ctx context.Context, id string) (control.RepliesResult, error) {
-	rs, err := h.d.replies.Play(id)
+func (c *commands) RepliesPlay(ctx context.Context, id string) (control.RepliesResult, error) {
+	rs, err := c.replies.Play(id)
 	if err != nil {
 		return control.RepliesResult{}, err
 	}
 	return toControlReplies(rs), nil
 }
 
-func (h *controlHandler) Stop(ctx context.Context) (control.StopResult, error) {
-	return control.StopResult{Interrupted: h.d.replies.Stop()}, nil
+func (c *commands) Stop(ctx context.Context) (control.StopResult, error) {
+	return control.StopResult{Interrupted: c.replies.Stop()}, nil
 }
 
 func toControlReplies(rs []buffer.Reply) control.RepliesResult {
@@ -143,8 +145,11 @@ func toControlReplies(rs []buffer.Reply) control.RepliesResult {
 }
 
 // speechStatus fills the reply fields of agoractl status.
-func (d *Daemon) speechStatus(st *control.Status) {
-	rs := d.replies.Status()
+func speechStatus(p *replies.Player, st *control.Status) {
+	if p == nil {
+		return
+	}
+	rs := p.Status()
 	st.Speaking, st.RepliesWaiting = rs.Speaking, rs.Waiting
 	if rs.EngineError != "" {
 		st.Speech = "off (earcons only): " + rs.EngineError
@@ -156,8 +161,8 @@ func (d *Daemon) speechStatus(st *control.Status) {
 // muteEcho is the half-duplex gate on the hands-free path: while the device
 // speaks (and for the tail after) the microphone's samples are replaced by
 // silence, so the segmenter keeps its stream offsets and hears nothing.
-func (d *Daemon) muteEcho(c audio.Chunk) audio.Chunk {
-	if d.replies == nil || !d.replies.Muted() {
+func (sp *speech) muteEcho(c audio.Chunk) audio.Chunk {
+	if sp.replies == nil || !sp.replies.Muted() {
 		return c
 	}
 	c.Samples = make([]float32, len(c.Samples))

@@ -99,9 +99,9 @@ func runDaemon(t *testing.T, o Options) (*Daemon, func()) {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	o.Version, o.DrainTimeout = "test", time.Second
-	d, code, err := newDaemon(o)
+	d, err := newDaemon(o)
 	if err != nil {
-		t.Fatalf("newDaemon: %v (code %d)", err, code)
+		t.Fatalf("newDaemon: %v", err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
@@ -169,7 +169,7 @@ func TestRepliesSpokenInOrder(t *testing.T) {
 	for _, r := range replies {
 		be.waitOutcome(r.ID, protocol.OutcomeSpoken, 60*time.Second)
 	}
-	if st, err := (&controlHandler{d: d}).Status(context.Background()); err != nil || st.Speech == "" || st.RepliesWaiting != 0 {
+	if st, err := d.cmds.Status(context.Background()); err != nil || st.Speech == "" || st.RepliesWaiting != 0 {
 		t.Errorf("status %+v %v", st, err)
 	}
 	stop()
@@ -326,7 +326,7 @@ func TestBargeIn(t *testing.T) {
 		time.Sleep(5 * time.Millisecond)
 	}
 	time.Sleep(1500 * time.Millisecond)
-	ptt := &controlHandler{d: d}
+	ptt := d.cmds
 	pressed := time.Now()
 	if _, err := ptt.PTT(context.Background(), true); err != nil {
 		t.Fatal(err)
@@ -400,7 +400,7 @@ func TestListenModeHoldsAndExpired(t *testing.T) {
 	be.reply(protocol.ReplyCommand{ID: "r-held", Text: held, Lang: "en"})
 	be.waitOutcome("r-old", protocol.OutcomeExpired, 20*time.Second)
 	be.waitOutcome("r-held", protocol.OutcomeHeld, 20*time.Second)
-	ctl := &controlHandler{d: d}
+	ctl := d.cmds
 	if st, _ := ctl.Status(context.Background()); st.RepliesWaiting != 1 {
 		t.Errorf("status: %d replies waiting, want 1", st.RepliesWaiting)
 	}
@@ -444,7 +444,7 @@ func TestVoiceThatCannotLoad(t *testing.T) {
 	cfg.Replies.Voices.NL = "zz-no-such-voice"
 	be := newBackend(t, broker, cfg.DeviceID)
 	d, _ := runDaemon(t, Options{Config: cfg})
-	st, err := (&controlHandler{d: d}).Status(context.Background())
+	st, err := d.cmds.Status(context.Background())
 	if err != nil || !strings.HasPrefix(st.Speech, "off (earcons only)") || !strings.Contains(st.Speech, "zz-no-such-voice") {
 		t.Errorf("status speech %q (%v)", st.Speech, err)
 	}

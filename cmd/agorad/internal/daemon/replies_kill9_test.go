@@ -57,10 +57,10 @@ func TestReplyKill9Child(t *testing.T) {
 	defer logf.Close()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM)
 	defer stop()
-	code := Run(ctx, Options{Config: k9Config(dir, os.Getenv(envReplyK9Broker)), Version: "k9", DrainTimeout: time.Second,
+	err = Run(ctx, Options{Config: k9Config(dir, os.Getenv(envReplyK9Broker)), Version: "k9", DrainTimeout: time.Second,
 		Logger: slog.New(slog.NewTextHandler(logf, nil))})
-	if code != ExitOK {
-		t.Fatalf("daemon exited %d", code)
+	if err != nil {
+		t.Fatalf("daemon: %v", err)
 	}
 }
 

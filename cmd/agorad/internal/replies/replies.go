@@ -309,7 +309,7 @@ func (p *Player) step(ctx context.Context) time.Duration {
 		}
 		wait = min(wait, r.ExpiresAt.Sub(now)+time.Millisecond)
 		waiting++
-		speakable := mode == buffer.ModeFeedback || r.Urgent || requested[r.ID]
+		speakable := mode == string(buffer.ModeFeedback) || r.Urgent || requested[r.ID]
 		if !speakable {
 			if r.State == buffer.ReplyQueued {
 				p.finish(r, protocol.OutcomeHeld, "")
