@@ -115,8 +115,9 @@ func TestReplyLatencyBench(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	bt := &benchTranscriber{Transcriber: w}
 	src := &pacedSource{speaking: func() bool { return false }}
-	runDaemon(t, Options{Config: cfg, Logger: slog.New(logs), Transcriber: benchTranscriber{w},
+	runDaemon(t, Options{Config: cfg, Logger: slog.New(logs), Transcriber: bt,
 		OpenSource: func(context.Context) (audio.Source, error) { return src, nil }})
 
 	// (1) replies, one at a time (each waits for the previous to be spoken).
@@ -146,7 +147,7 @@ func TestReplyLatencyBench(t *testing.T) {
 
 	// (2) end of speech -> utterance published. The paced microphone says
 	// each sentence; the clock starts when its last sample was captured.
-	var eos []time.Duration
+	var eos, segDelay, whisperDur, afterWhisper []time.Duration
 	for i := range m {
 		s := benchSentences[(2*i)%len(benchSentences)] // English (tiny.en)
 		speech := testaudio.SpeakArgs(t, s.text, "-v", "en-us")
@@ -156,7 +157,16 @@ func TestReplyLatencyBench(t *testing.T) {
 		if _, ok := be.utterances.WaitCount(before+1, 30*time.Second); !ok {
 			t.Fatalf("utterance %d not published", i)
 		}
-		eos = append(eos, time.Since(end))
+		published := time.Now()
+		eos = append(eos, published.Sub(end))
+		bt.mu.Lock()
+		if len(bt.calls) > 0 {
+			c := bt.calls[len(bt.calls)-1]
+			segDelay = append(segDelay, c[0].Sub(end))
+			whisperDur = append(whisperDur, c[1].Sub(c[0]))
+			afterWhisper = append(afterWhisper, published.Sub(c[1]))
+		}
+		bt.mu.Unlock()
 		time.Sleep(1600 * time.Millisecond) // the trailing silence plays out
 	}
 
@@ -170,6 +180,11 @@ func TestReplyLatencyBench(t *testing.T) {
 	row("reply arrival -> first sample to PortAudio (agorad)", daemon)
 	row("espeak-ng -w, whole sentence (CLI)", cli)
 	row("end of speech -> utterance published", eos)
+	if len(segDelay) > 0 {
+		row("  of which: end of speech -> whisper call (VAD hangover, journal)", segDelay)
+		row("  of which: whisper call (tiny.en test model, 2 threads)", whisperDur)
+		row("  of which: whisper done -> received by the backend (router, store, MQTT)", afterWhisper)
+	}
 	fmt.Fprintf(&b, "\nratio agorad first audio / CLI synthesis: p50 %.2f, p95 %.2f (target: agorad p95 < 150 ms: %v)\n",
 		ms(percentile(daemon, .5))/ms(percentile(cli, .5)), ms(percentile(daemon, .95))/ms(percentile(cli, .95)), percentile(daemon, .95) < 150*time.Millisecond)
 	fmt.Print(b.String())
@@ -184,10 +199,18 @@ func TestReplyLatencyBench(t *testing.T) {
 // weights and transcribes nothing, so an empty transcript is replaced by a
 // fixed text after whisper ran, to carry the utterance through the rest of
 // the path (router, store, MQTT).
-type benchTranscriber struct{ *transcribe.Transcriber }
+type benchTranscriber struct {
+	*transcribe.Transcriber
+	mu    sync.Mutex
+	calls [][2]time.Time // start and end of each whisper call
+}
 
-func (b benchTranscriber) Transcribe(ctx context.Context, s []float32) (transcribe.Result, error) {
+func (b *benchTranscriber) Transcribe(ctx context.Context, s []float32) (transcribe.Result, error) {
+	start := time.Now()
 	res, err := b.Transcriber.Transcribe(ctx, s)
+	b.mu.Lock()
+	b.calls = append(b.calls, [2]time.Time{start, time.Now()})
+	b.mu.Unlock()
 	if err == nil && strings.TrimSpace(res.Text) == "" {
 		res.Text, res.Rejected = "bench utterance", ""
 	}
