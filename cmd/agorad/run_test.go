@@ -33,6 +33,7 @@ import (
 	"github.com/agora/agorad/cmd/internal/control"
 	"github.com/agora/agorad/cmd/internal/testrun"
 	"github.com/agora/agorad/configs"
+	"github.com/agora/agorad/configs/configtest"
 	"github.com/agora/agorad/sync/brokertest"
 )
 
@@ -102,19 +103,27 @@ func writeConfig(t *testing.T, cfg *configs.Config) string {
 
 func baseConfig(t *testing.T, brokerURL string) *configs.Config {
 	t.Helper()
-	dir := t.TempDir()
-	cfg := configs.Default()
-	cfg.DeviceID = "inspector-7"
-	cfg.StateDir = filepath.Join(dir, "state")
-	cfg.Control.Socket = filepath.Join(dir, "agorad.sock")
-	cfg.MQTT.Broker = brokerURL
-	cfg.MQTT.ReconnectMin = configs.Duration(100 * time.Millisecond)
-	cfg.MQTT.ReconnectMax = configs.Duration(500 * time.Millisecond)
-	cfg.Input.Source = "none"
-	cfg.Sounds.Enabled = false
-	cfg.Metrics.Listen = ""
-	cfg.Models.VAD = testaudio.Model(t, "for-tests-silero-v6.2.0-ggml.bin")
-	cfg.Models.Whisper = testaudio.Model(t, "for-tests-ggml-tiny.bin")
+	return configtest.Daemon(t, "inspector-7", brokerURL)
+}
+
+// pttOnMic plays JFK n times into the virtual microphone and returns a
+// configuration that listens to it only while push-to-talk is held (no evdev
+// device: agoractl only), cutting a press at maxUtterance.
+func pttOnMic(t *testing.T, brokerURL string, n int, maxUtterance time.Duration) *configs.Config {
+	t.Helper()
+	jfk, err := audio.ReadFile(testaudio.Clip(t, "fw_jfk.wav"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clips := make([][]float32, n)
+	for i := range clips {
+		clips[i] = jfk
+	}
+	testaudio.NewVirtualMic(t, testaudio.Concat(clips...), testaudio.DiscardPlayback())
+	cfg := baseConfig(t, brokerURL)
+	cfg.Input.Source = "default"
+	cfg.Input.HandsFree = false
+	cfg.Input.PTT = configs.PTT{Enabled: true, KeyCode: 164, MaxUtterance: configs.Duration(maxUtterance)}
 	return cfg
 }
 
@@ -644,15 +653,7 @@ func TestRunPushToTalkThroughAgoractl(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: PortAudio capture, whisper")
 	}
-	jfk, err := audio.ReadFile(testaudio.Clip(t, "fw_jfk.wav"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	testaudio.NewVirtualMic(t, testaudio.Concat(jfk, jfk, jfk, jfk), testaudio.DiscardPlayback())
-	cfg := baseConfig(t, "tcp://127.0.0.1:1")
-	cfg.Input.Source = "default"
-	cfg.Input.HandsFree = false
-	cfg.Input.PTT = configs.PTT{Enabled: true, KeyCode: 164, MaxUtterance: configs.Duration(30 * time.Second)} // no evdev device: agoractl only
+	cfg := pttOnMic(t, "tcp://127.0.0.1:1", 4, 30*time.Second)
 	d := startPacedDaemon(t, cfg)
 
 	time.Sleep(time.Second) // a second of speech is captured and ignored
@@ -698,19 +699,12 @@ func TestRunPushToTalkHeldPastMaxUtterance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: PortAudio capture, whisper, mosquitto")
 	}
-	jfk, err := audio.ReadFile(testaudio.Clip(t, "fw_jfk.wav"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	testaudio.NewVirtualMic(t, testaudio.Concat(jfk, jfk), testaudio.DiscardPlayback())
 	broker := brokertest.Start(t)
 	sub := broker.Subscribe(t, "agora/v1/inspector-7/utterances")
 	const pieceMax = 2 * time.Second
-	cfg := baseConfig(t, broker.URL())
+	cfg := pttOnMic(t, broker.URL(), 2, pieceMax)
 	cfg.Mode = "feedback" // every piece goes out as an utterance
-	cfg.Input.Source = "default"
-	cfg.Input.HandsFree = false
-	cfg.Input.PTT = configs.PTT{Enabled: true, KeyCode: 164, MaxUtterance: configs.Duration(pieceMax), StuckAfter: configs.Duration(4 * time.Second)}
+	cfg.Input.PTT.StuckAfter = configs.Duration(4 * time.Second)
 	cfg.Transcribe.Threads = 2
 	cfg.Metrics.Listen = freeLoopback(t)
 	model := realWhisperModel()
@@ -823,15 +817,8 @@ func TestRunStopsWithinGraceWhilePushToTalkHeld(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: PortAudio capture, whisper")
 	}
-	jfk, err := audio.ReadFile(testaudio.Clip(t, "fw_jfk.wav"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	testaudio.NewVirtualMic(t, testaudio.Concat(jfk, jfk, jfk, jfk), testaudio.DiscardPlayback())
-	cfg := baseConfig(t, "tcp://127.0.0.1:1")
-	cfg.Input.Source = "default"
-	cfg.Input.HandsFree = false
-	cfg.Input.PTT = configs.PTT{Enabled: true, KeyCode: 164, MaxUtterance: configs.Duration(5 * time.Second)}
+	cfg := pttOnMic(t, "tcp://127.0.0.1:1", 4, 5*time.Second)
+	cfg.Log.Level = "debug"
 	d := startDaemon(t, writeConfig(t, cfg), cfg.Control.Socket)
 	if out, code := agoractl(t, d.socket, "ptt", "down"); code != 0 {
 		t.Fatalf("ptt down: %d %s", code, out)
@@ -840,8 +827,13 @@ func TestRunStopsWithinGraceWhilePushToTalkHeld(t *testing.T) {
 	began := time.Now()
 	code := d.stop(t)
 	took := time.Since(began)
+	if took > 5*time.Second {
+		t.Logf("stop took %s:\n%s", took, d.log.String())
+	}
 	if limit := daemon.StopLimit; took > limit || code != 0 {
-		t.Fatalf("stop took %s with exit %d; want exit 0 within %s\n%s", took, code, limit, d.log.String())
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		t.Fatalf("stop took %s with exit %d; want exit 0 within %s\n%s\ngoroutines:\n%s", took, code, limit, d.log.String(), buf)
 	}
 	if strings.Contains(d.log.String(), "utterance refused") {
 		t.Errorf("audio was refused:\n%s", d.log.String())

@@ -75,7 +75,11 @@ func (sp *speech) captureLoop(ctx context.Context, kind inputKind) error {
 	if err != nil {
 		return err
 	}
-	defer src.Close()
+	defer func() {
+		began := time.Now()
+		src.Close()
+		sp.log.Debug("capture closed", "took", time.Since(began))
+	}()
 	source := "mic"
 	if kind == inputFile {
 		source = "file:" + filepath.Base(sp.cfg.Input.Source)

@@ -11,10 +11,10 @@ import (
 	"time"
 
 	"github.com/agora/agorad/audio"
-	"github.com/agora/agorad/audio/testaudio"
 	"github.com/agora/agorad/buffer"
 	"github.com/agora/agorad/cmd/internal/testrun"
 	"github.com/agora/agorad/configs"
+	"github.com/agora/agorad/configs/configtest"
 	"github.com/agora/agorad/sync/brokertest"
 	"github.com/agora/agorad/transcribe"
 )
@@ -61,16 +61,7 @@ func startDaemon(t *testing.T, o Options) (*Daemon, *testrun.Run) {
 
 func testConfig(t *testing.T, brokerURL string) *configs.Config {
 	t.Helper()
-	dir := t.TempDir()
-	cfg := configs.Default()
-	cfg.DeviceID = "dev-test"
-	cfg.StateDir = filepath.Join(dir, "state")
-	cfg.Control.Socket = filepath.Join(dir, "ctl.sock")
-	cfg.Metrics.Listen = ""
-	cfg.MQTT.Broker = brokerURL
-	cfg.Sounds.Enabled = false
-	cfg.Models.VAD = testaudio.Model(t, "for-tests-silero-v6.2.0-ggml.bin")
-	return cfg
+	return configtest.Daemon(t, "dev-test", brokerURL)
 }
 
 // TestJournaledAudioIsTranscribedOnStart: audio journaled before a crash

@@ -174,15 +174,21 @@ func (sp *speech) transcribeLoop(ctx context.Context, recovered []job, captureDo
 			sp.transcribeOne(work, j)
 		case <-ctx.Done():
 			<-captureDone
+			sp.log.Debug("capture stopped; finishing the transcription queue", "queued", len(sp.jobs))
+			left := 0
 			for {
 				select {
 				case j := <-sp.jobs:
 					if work.Err() != nil {
+						left++
 						sp.pending.Done() // still journaled
 						continue
 					}
 					sp.transcribeOne(work, j)
 				default:
+					if left > 0 {
+						sp.log.Info("shutdown grace over; utterances stay journaled for the next start", "utterances", left)
+					}
 					return nil
 				}
 			}
