@@ -18,6 +18,7 @@ import (
 	"github.com/agora/agorad/audio"
 	"github.com/agora/agorad/audio/testaudio"
 	"github.com/agora/agorad/configs"
+	"github.com/agora/agorad/configs/configtest"
 	"github.com/agora/agorad/sync/brokertest"
 	"github.com/agora/agorad/sync/protocol"
 )
@@ -129,8 +130,7 @@ func runDaemon(t *testing.T, o Options) (*Daemon, func()) {
 }
 
 func replyConfig(t *testing.T, broker string) *configs.Config {
-	cfg := testConfig(t, broker)
-	cfg.Input.Source = "none"
+	cfg := configtest.Daemon(t, "dev-test", broker)
 	cfg.Mode = "feedback"
 	return cfg
 }
