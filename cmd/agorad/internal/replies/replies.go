@@ -336,6 +336,9 @@ func (p *Player) step(ctx context.Context) time.Duration {
 			}
 		}
 	}
+	if turn != nil && !ptt && turn.State.Open() {
+		waiting-- // about to be spoken: no longer waiting
+	}
 	p.setWaiting(waiting)
 	if turn == nil || ptt {
 		return wait
@@ -374,6 +377,9 @@ func (p *Player) finish(r buffer.Reply, outcome, reason string) {
 		p.log.Error("store reply outcome", "id", r.ID, "outcome", outcome, "err", err)
 		return
 	}
+	p.mu.Lock()
+	delete(p.arrived, r.ID) // held replies are timed from their turn
+	p.mu.Unlock()
 	if p.o.Metrics != nil {
 		p.o.Metrics.Outcome(outcome)
 	}
