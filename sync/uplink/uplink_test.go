@@ -339,6 +339,10 @@ func TestStatusAndLastWill(t *testing.T) {
 	p := newProxy(t, b.Addr())
 	st := newStore(t)
 	enqueueUtterances(t, st, 2, true, "x")
+	// early sees each status as it is published, so the late subscriber
+	// below subscribes only after it is retained (else it gets it live,
+	// without the retained flag, and the test would race the client).
+	early := b.Subscribe(t, "agora/v1/dev-d/status")
 	c := newClient(t, testOptions("dev-d", p.URL()), st, nil)
 	runClient(t, c)
 	select {
@@ -349,8 +353,21 @@ func TestStatusAndLastWill(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("never online")
 	}
+	seen := 0 // early's messages already matched by a previous lateStatus
 	lateStatus := func(want bool) wireMsg {
 		t.Helper()
+		if _, ok := early.WaitFor(10*time.Second, func(ms []brokertest.Message) bool {
+			for i := seen; i < len(ms); i++ {
+				var w wireMsg
+				if json.Unmarshal(ms[i].Payload, &w) == nil && w.Online == want {
+					seen = i + 1
+					return true
+				}
+			}
+			return false
+		}); !ok {
+			t.Fatalf("no status online=%v published", want)
+		}
 		sub := b.Subscribe(t, "agora/v1/dev-d/status")
 		msgs, ok := sub.WaitFor(10*time.Second, func(ms []brokertest.Message) bool {
 			for _, m := range ms {

@@ -274,10 +274,14 @@ func TestHalfDuplexEcho(t *testing.T) {
 			cfg.Replies.HalfDuplex = halfDuplex
 			be := newBackend(t, broker, cfg.DeviceID)
 			whisper := &recordingTranscriber{text: "the crack in the beam"}
-			var d *Daemon
-			src := &pacedSource{echo: reference(t, cfg, "en", text), speaking: func() bool { return d.replies.Status().Speaking != "" }}
-			d, _ = runDaemon(t, Options{Config: cfg, Transcriber: whisper,
+			var dp atomic.Pointer[Daemon] // capture runs before runDaemon returns
+			src := &pacedSource{echo: reference(t, cfg, "en", text), speaking: func() bool {
+				d := dp.Load()
+				return d != nil && d.replies.Status().Speaking != ""
+			}}
+			d, _ := runDaemon(t, Options{Config: cfg, Transcriber: whisper,
 				OpenSource: func(context.Context) (audio.Source, error) { return src, nil }})
+			dp.Store(d)
 			be.reply(protocol.ReplyCommand{ID: "r-echo", Text: text, Lang: "en"})
 			be.waitOutcome("r-echo", protocol.OutcomeSpoken, 60*time.Second)
 			if !src.echoing.Load() {
