@@ -458,3 +458,71 @@ func TestVoiceThatCannotLoad(t *testing.T) {
 		t.Errorf("acks %+v", a)
 	}
 }
+
+// markSource passes chunks through and closes at once its stream offset
+// reaches mark samples.
+type markSource struct {
+	audio.Source
+	mark int64
+	at   chan struct{}
+	once sync.Once
+}
+
+func (m *markSource) Read(ctx context.Context) (audio.Chunk, error) {
+	c, err := m.Source.Read(ctx)
+	if err == nil && c.Offset+int64(len(c.Samples)) >= m.mark {
+		m.once.Do(func() { close(m.at) })
+	}
+	return c, err
+}
+
+// TestHalfDuplexEchoALSAMicrophone is TestHalfDuplexEcho with the ALSA file
+// plugin as the microphone (read at real time through testaudio.Paced): its
+// input holds the reply's own rendering from 2.3 s on, and the backend
+// publishes the reply when capture reaches 2.0 s, so the echo arrives while
+// the device speaks (as from a speaker 0.3 s of latency away, within the
+// tail). With half duplex: no whisper call, no utterance; without: both.
+func TestHalfDuplexEchoALSAMicrophone(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real mosquitto, espeak-ng, Silero VAD and PortAudio")
+	}
+	const text = "The crack in the beam at frame four is not structural, but it should be monitored."
+	for _, halfDuplex := range []bool{true, false} {
+		t.Run(fmt.Sprintf("half_duplex=%v", halfDuplex), func(t *testing.T) {
+			broker := brokertest.Start(t)
+			cfg := replyConfig(t, broker.URL())
+			echo := reference(t, cfg, "en", text)
+			testaudio.NewVirtualMic(t, testaudio.Concat(testaudio.Silence(2300), echo, testaudio.Silence(3000)))
+			cfg.Input.Source = "default"
+			cfg.Replies.HalfDuplex = halfDuplex
+			cfg.Replies.Tail = configs.Duration(500 * time.Millisecond)
+			be := newBackend(t, broker, cfg.DeviceID)
+			whisper := &recordingTranscriber{text: "the crack in the beam"}
+			marked := make(chan struct{})
+			runDaemon(t, Options{Config: cfg, Transcriber: whisper,
+				OpenSource: func(ctx context.Context) (audio.Source, error) {
+					src, err := audio.OpenCapture(ctx, audio.CaptureOptions{Device: "default", Logger: slog.New(slog.DiscardHandler)})
+					if err != nil {
+						return nil, err
+					}
+					return &markSource{Source: testaudio.Paced(src), mark: 2 * audio.SampleRate, at: marked}, nil
+				}})
+			select {
+			case <-marked:
+			case <-time.After(30 * time.Second):
+				t.Fatal("capture never reached 2 s")
+			}
+			be.reply(protocol.ReplyCommand{ID: "r-echo", Text: text, Lang: "en"})
+			be.waitOutcome("r-echo", protocol.OutcomeSpoken, 60*time.Second)
+			time.Sleep(2500 * time.Millisecond) // the echo's end, hangover and whisper
+			calls, utts := len(whisper.snapshot()), be.utterances.Count()
+			t.Logf("half_duplex=%v: %d whisper calls, %d utterances published", halfDuplex, calls, utts)
+			if halfDuplex && (calls != 0 || utts != 0) {
+				t.Errorf("the device heard itself: %d whisper calls, %d utterances", calls, utts)
+			}
+			if !halfDuplex && (calls == 0 || utts == 0) {
+				t.Errorf("half duplex off, yet the echo produced %d whisper calls and %d utterances", calls, utts)
+			}
+		})
+	}
+}
