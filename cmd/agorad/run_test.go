@@ -443,29 +443,41 @@ func TestRunRejectsBadInput(t *testing.T) {
 		})
 	}
 
-	t.Run("non-audio input file", func(t *testing.T) {
-		if testing.Short() {
-			t.Skip("loads the whisper test model")
-		}
-		cfg := baseConfig(t, "tcp://127.0.0.1:1")
-		var stderr brokertest.Log
-		code := dispatch(context.Background(), []string{"run", "-c", writeConfig(t, cfg), "--input", notAudio, "--drain-timeout", "1s"}, io.Discard, &stderr)
-		if code == 0 || !strings.Contains(stderr.String(), "notes.wav") {
-			t.Fatalf("exit %d, want non-zero naming notes.wav:\n%s", code, stderr.String())
-		}
-	})
-	t.Run("no such microphone", func(t *testing.T) {
-		if testing.Short() {
-			t.Skip("loads the whisper test model")
-		}
-		testaudio.NewVirtualMic(t, testaudio.Silence(100))
-		cfg := baseConfig(t, "tcp://127.0.0.1:1")
-		var stderr brokertest.Log
-		code := dispatch(context.Background(), []string{"run", "-c", writeConfig(t, cfg), "--input", "Jabra Evolve 9000"}, io.Discard, &stderr)
-		if code != 1 || !strings.Contains(stderr.String(), "Jabra Evolve 9000") {
-			t.Fatalf("exit %d, want 1 naming the missing device:\n%s", code, stderr.String())
-		}
-	})
+	// Found by the daemon at start, after the configuration validated.
+	notPEM := write("ca.pem", "not a certificate\n")
+	starts := []struct {
+		name     string
+		mic      bool // a virtual microphone, so that only the named device is missing
+		mod      func(cfg *configs.Config)
+		args     []string
+		wantCode int
+		want     string
+	}{
+		{"non-audio input file", false, nil, []string{"--input", notAudio, "--drain-timeout", "1s"}, exitFailed, "notes.wav"},
+		{"no such microphone", true, nil, []string{"--input", "Jabra Evolve 9000"}, exitFailed, "Jabra Evolve 9000"},
+		{"CA file without certificates", false, func(cfg *configs.Config) {
+			cfg.MQTT.Broker, cfg.MQTT.TLS.CAFile = "ssl://127.0.0.1:1", notPEM
+		}, nil, exitUsage, "ca.pem"},
+	}
+	for _, tt := range starts {
+		t.Run(tt.name, func(t *testing.T) {
+			if testing.Short() {
+				t.Skip("loads the whisper test model")
+			}
+			cfg := baseConfig(t, "tcp://127.0.0.1:1")
+			if tt.mic {
+				testaudio.NewVirtualMic(t, testaudio.Silence(100))
+			}
+			if tt.mod != nil {
+				tt.mod(cfg)
+			}
+			var stderr brokertest.Log
+			code := dispatch(context.Background(), append([]string{"run", "-c", writeConfig(t, cfg)}, tt.args...), io.Discard, &stderr)
+			if code != tt.wantCode || !strings.Contains(stderr.String(), tt.want) {
+				t.Fatalf("exit %d, want %d naming %q:\n%s", code, tt.wantCode, tt.want, stderr.String())
+			}
+		})
+	}
 	t.Run("daemon not running", func(t *testing.T) {
 		out, code := agoractl(t, filepath.Join(dir, "nobody.sock"), "status")
 		if code != 1 || !strings.Contains(out, "not running") || !strings.Contains(out, "nobody.sock") {

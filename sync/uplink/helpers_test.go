@@ -33,29 +33,32 @@ func testOptions(deviceID, url string) Options {
 		Status: func() protocol.Status { return protocol.Status{Mode: "feedback", Version: "test", Model: "tiny"} }}
 }
 
-// runClient runs c until the test ends.
-func runClient(t testing.TB, c *Client) {
+// runClient runs c until the test ends, or until the returned stop, which
+// cancels Run and waits for it to return.
+func runClient(t testing.TB, c *Client) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = c.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Errorf("uplink Run did not return after cancel")
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Errorf("uplink Run did not return after cancel")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 // runUntil runs c until cond holds, then stops it and waits for Run to return.
 func runUntil(t testing.TB, c *Client, what string, cond func() bool) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = c.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer runClient(t, c)()
 	waitUntil(t, 10*time.Second, what, cond)
 }
 
