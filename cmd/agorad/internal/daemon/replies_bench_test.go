@@ -105,7 +105,16 @@ func TestReplyLatencyBench(t *testing.T) {
 	broker := brokertest.Start(t)
 	cfg := replyConfig(t, broker.URL())
 	cfg.Input.Source = "default"
-	cfg.Models.Whisper = testaudio.Model(t, "for-tests-ggml-tiny.en.bin")
+	// Real tiny.en weights when `make models` imported them (AGORAD_MODELS
+	// may point elsewhere), else the shared weightless test model.
+	cfg.Models.Whisper = filepath.Join(os.Getenv("AGORAD_MODELS"), "ggml-tiny.en.bin")
+	if os.Getenv("AGORAD_MODELS") == "" {
+		cfg.Models.Whisper = filepath.Join(testaudio.RepoRoot(), "models", "ggml-tiny.en.bin")
+	}
+	model := "real tiny.en"
+	if _, err := os.Stat(cfg.Models.Whisper); err != nil {
+		cfg.Models.Whisper, model = testaudio.Model(t, "for-tests-ggml-tiny.en.bin"), "weightless test tiny.en"
+	}
 	cfg.Transcribe.Language = "en"
 	cfg.Transcribe.Threads = 2
 	be := newBackend(t, broker, cfg.DeviceID)
@@ -171,8 +180,8 @@ func TestReplyLatencyBench(t *testing.T) {
 	}
 
 	var b strings.Builder
-	fmt.Fprintf(&b, "# replybench %s: %d one-sentence replies (nl/en, espeak-ng %s/%s at %d wpm), %d utterances; shared machine, wall clock\n",
-		time.Now().UTC().Format(time.RFC3339), n, cfg.Replies.Voices.NL, cfg.Replies.Voices.EN, cfg.Replies.Rate, m)
+	fmt.Fprintf(&b, "# replybench %s: %d one-sentence replies (nl/en, espeak-ng %s/%s at %d wpm), %d utterances (whisper: %s, %s); shared machine, wall clock\n",
+		time.Now().UTC().Format(time.RFC3339), n, cfg.Replies.Voices.NL, cfg.Replies.Voices.EN, cfg.Replies.Rate, m, model, bt.texts())
 	fmt.Fprintf(&b, "| measure | p50 | p95 | max |\n|---|---|---|---|\n")
 	row := func(name string, ds []time.Duration) {
 		fmt.Fprintf(&b, "| %s | %.1f ms | %.1f ms | %.1f ms |\n", name, ms(percentile(ds, .5)), ms(percentile(ds, .95)), ms(percentile(ds, 1)))
@@ -182,7 +191,7 @@ func TestReplyLatencyBench(t *testing.T) {
 	row("end of speech -> utterance published", eos)
 	if len(segDelay) > 0 {
 		row("  of which: end of speech -> whisper call (VAD hangover, journal)", segDelay)
-		row("  of which: whisper call (tiny.en test model, 2 threads)", whisperDur)
+		row("  of which: whisper call ("+model+", 2 threads)", whisperDur)
 		row("  of which: whisper done -> received by the backend (router, store, MQTT)", afterWhisper)
 	}
 	fmt.Fprintf(&b, "\nratio agorad first audio / CLI synthesis: p50 %.2f, p95 %.2f (target: agorad p95 < 150 ms: %v)\n",
@@ -195,14 +204,21 @@ func TestReplyLatencyBench(t *testing.T) {
 	}
 }
 
-// benchTranscriber is the real whisper; the shared test model has no real
-// weights and transcribes nothing, so an empty transcript is replaced by a
+// benchTranscriber is the real whisper. The shared test model has no real
+// weights and transcribes nothing: an empty transcript is replaced by a
 // fixed text after whisper ran, to carry the utterance through the rest of
-// the path (router, store, MQTT).
+// the path (router, store, MQTT), and counted.
 type benchTranscriber struct {
 	*transcribe.Transcriber
-	mu    sync.Mutex
-	calls [][2]time.Time // start and end of each whisper call
+	mu          sync.Mutex
+	calls       [][2]time.Time // start and end of each whisper call
+	substituted int            // empty transcripts replaced
+}
+
+func (b *benchTranscriber) texts() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return fmt.Sprintf("%d of %d transcripts empty and substituted", b.substituted, len(b.calls))
 }
 
 func (b *benchTranscriber) Transcribe(ctx context.Context, s []float32) (transcribe.Result, error) {
@@ -213,6 +229,9 @@ func (b *benchTranscriber) Transcribe(ctx context.Context, s []float32) (transcr
 	b.mu.Unlock()
 	if err == nil && strings.TrimSpace(res.Text) == "" {
 		res.Text, res.Rejected = "bench utterance", ""
+		b.mu.Lock()
+		b.substituted++
+		b.mu.Unlock()
 	}
 	return res, err
 }
