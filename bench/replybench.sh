@@ -5,7 +5,10 @@
 #     N one-sentence replies, against espeak-ng's own CLI synthesizing the same
 #     sentences in the same run (ratio printed; target p95 < 150 ms);
 #   - end of speech -> utterance published, p50/p95, on the speech path with
-#     the shared test model (tiny.en) and a real-time paced microphone.
+#     a real-time paced microphone and whisper tiny.en: the real weights from
+#     `make models` (or AGORAD_MODELS=dir with ggml-tiny.en.bin), else the
+#     shared weightless test model (its empty transcripts are substituted
+#     after whisper ran, and the count is printed).
 #   N            replies (default 100)
 #   UTTERANCES   utterances for the speech-path figure (default 20)
 set -euo pipefail
