@@ -162,6 +162,24 @@ func (c *Config) Validate() error {
 	if c.Sounds.Enabled && strings.TrimSpace(c.Sounds.Device) == "" {
 		bad("sounds.device", `is empty (use "default", a device name or index)`)
 	}
+	if r := c.Replies; r.Enabled {
+		oneOf("replies.engine", r.Engine, "espeak-ng")
+		for path, v := range map[string]string{"replies.voices.nl": r.Voices.NL, "replies.voices.en": r.Voices.EN} {
+			if strings.TrimSpace(v) == "" || strings.ContainsAny(v, " \t\n") || strings.HasPrefix(v, "-") {
+				bad(path, "%s is not a voice name (see espeak-ng --voices)", quote(v))
+			}
+		}
+		if r.Rate != 0 && (r.Rate < 80 || r.Rate > 450) {
+			bad("replies.rate", "%d not in 80..450 words per minute (0: the engine's default)", r.Rate)
+		}
+		between("replies.volume", r.Volume, 0, 1)
+		oneOf("replies.language", r.Language, "nl", "en")
+		durBetween("replies.max_age", r.MaxAge, time.Second, 7*24*time.Hour)
+		if r.MaxChars < 20 || r.MaxChars > 8192 {
+			bad("replies.max_chars", "%d not in 20..8192", r.MaxChars)
+		}
+		durBetween("replies.tail", r.Tail, 0, 5*time.Second)
+	}
 	switch sock := c.Control.Socket; {
 	case sock == "":
 		bad("control.socket", "is empty")

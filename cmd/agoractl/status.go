@@ -37,5 +37,14 @@ func printStatus(w io.Writer, s control.Status) {
 	fmt.Fprintf(tw, "version:\t%s\n", s.Version)
 	fmt.Fprintf(tw, "uptime:\t%s\n", (time.Duration(s.UptimeSeconds) * time.Second).String())
 	fmt.Fprintf(tw, "refused (store full):\t%d\n", s.Refused)
+	speaking := "-"
+	if s.Speaking != "" {
+		speaking = "reply " + s.Speaking
+	}
+	fmt.Fprintf(tw, "speaking:\t%s\n", speaking)
+	fmt.Fprintf(tw, "replies waiting:\t%d\n", s.RepliesWaiting)
+	if s.Speech != "" {
+		fmt.Fprintf(tw, "speech:\t%s\n", s.Speech)
+	}
 	tw.Flush()
 }

@@ -35,9 +35,11 @@ type Outbox interface {
 	Enqueue(lane buffer.Lane, kind buffer.Kind, offline bool, body []byte) (buffer.Entry, error)
 }
 
-// CommandHandler acts on valid set_mode and ping commands. Its result is
-// answered to the backend as an ack on the control lane (ok, or the error
-// text). ack commands are handled by the uplink itself.
+// CommandHandler acts on valid set_mode, ping and reply commands. Its
+// result is answered to the backend as an ack on the control lane (ok, or
+// the error text), except for a reply it accepted: the handler queues that
+// ack itself, with the reply's outcome. ack commands are handled by the
+// uplink itself.
 type CommandHandler interface {
 	HandleCommand(ctx context.Context, cmd protocol.Command) error
 }
@@ -480,6 +482,16 @@ func (c *Client) handleCommand(ctx context.Context, cmd protocol.Command) bool {
 			ack.OK, ack.Error, ack.Mode = false, err.Error(), ""
 			c.log.Warn("MQTT command failed", "id", cmd.ID, "type", cmd.Type, "err", err)
 		}
+		if cmd.Type == protocol.CmdReply {
+			if err == nil {
+				// Stored: its ack carries the outcome and is queued by the
+				// handler when the outcome is known (spoken, held, ...).
+				return true
+			}
+			ack.Outcome = protocol.OutcomeFailed
+		}
+	} else if cmd.Type == protocol.CmdReply {
+		ack.OK, ack.Error, ack.Outcome = false, "this device does not speak replies", protocol.OutcomeFailed
 	}
 	body, err := json.Marshal(ack)
 	if err == nil {

@@ -205,7 +205,7 @@ func parseRequest(line []byte) (Request, error) {
 		if strings.TrimSpace(req.Text) == "" {
 			return req, errors.New("text: empty")
 		}
-	case OpBufferList, OpOutbox:
+	case OpBufferList, OpOutbox, OpReplies:
 		if req.Limit < 0 {
 			return req, fmt.Errorf("limit: %d is negative", req.Limit)
 		}
@@ -213,7 +213,7 @@ func parseRequest(line []byte) (Request, error) {
 		if !req.Yes {
 			return req, errors.New("yes: buffer.clear deletes the listen buffer; send \"yes\": true to confirm")
 		}
-	case OpStatus, OpBufferExport, OpFlush, OpPTT:
+	case OpStatus, OpBufferExport, OpFlush, OpPTT, OpRepliesPlay, OpStop:
 	default:
 		return req, fmt.Errorf("op: unknown %q (want one of %s)", req.Op, strings.Join(ops, ", "))
 	}
@@ -257,6 +257,8 @@ func handle(ctx context.Context, line []byte, h Handler, enc *json.Encoder, logg
 		result, err = h.Flush(ctx)
 	case OpPTT:
 		result, err = h.PTT(ctx, req.Down)
+	case OpReplies, OpRepliesPlay, OpStop:
+		result, err = handleReplyOp(ctx, h, req)
 	}
 	if err != nil {
 		logger.Debug("control: request failed", "op", req.Op, "err", err)

@@ -121,5 +121,6 @@ func (rep *status) control() (control.Status, error) {
 	if last, at := rep.router.Last(); !at.IsZero() {
 		st.LastUtterance = &control.LastUtterance{Text: last.Text, At: at}
 	}
+	speechStatus(rep.replies, &st)
 	return st, nil
 }
