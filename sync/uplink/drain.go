@@ -214,4 +214,3 @@ func (c *Client) drain(ctx context.Context, cli paho.Client, lost <-chan error) 
 	}
 	return published, nil
 }
-

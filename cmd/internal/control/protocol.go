@@ -67,6 +67,15 @@ type Status struct {
 	UptimeSeconds  float64        `json:"uptime_seconds"`
 	Transcriptions uint64         `json:"transcriptions"` // whisper calls that returned, since start
 	Refused        uint64         `json:"refused"`        // items refused because the store was full, since start
+	// Unconfirmed: entries the broker accepted but the backend has not
+	// confirmed within mqtt.ack_timeout (mqtt.delivery: backend).
+	Unconfirmed int `json:"unconfirmed"`
+	// StuckSeconds: how long the oldest outbox entry has waited while
+	// online, once past mqtt.stuck_after (0 otherwise).
+	StuckSeconds float64 `json:"stuck_seconds,omitempty"`
+	// Problems are degraded parts that do not stop the voice path (a
+	// metrics listener that could not bind, ...).
+	Problems []string `json:"problems,omitempty"`
 }
 
 // LastUtterance is the most recent transcription.

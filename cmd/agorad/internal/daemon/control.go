@@ -21,6 +21,9 @@ func (h *controlHandler) Status(ctx context.Context) (control.Status, error) {
 		Model: d.model, Version: d.opts.Version, UptimeSeconds: time.Since(d.started).Seconds(),
 		Refused: d.refused.Load(), Transcriptions: d.heard.Load(),
 	}
+	us := d.up.Stats()
+	st.Unconfirmed, st.StuckSeconds = us.Unconfirmed, us.StuckFor.Seconds()
+	st.Problems = d.problems()
 	var err error
 	if st.Buffered, err = d.store.ListenCount(); err != nil {
 		return st, fmt.Errorf("count listen buffer: %w", err)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -167,6 +166,7 @@ func newDaemon(o Options) (*Daemon, int, error) {
 		CAFile: cfg.MQTT.TLS.CAFile, CertFile: cfg.MQTT.TLS.CertFile, KeyFile: cfg.MQTT.TLS.KeyFile,
 		KeepAlive: cfg.MQTT.Keepalive.D(), BackoffMin: cfg.MQTT.ReconnectMin.D(), BackoffMax: cfg.MQTT.ReconnectMax.D(),
 		BatchAckRequired: cfg.MQTT.BatchAckRequired,
+		Delivery:         cfg.MQTT.Delivery, AckTimeout: cfg.MQTT.AckTimeout.D(), StuckAfter: cfg.MQTT.StuckAfter.D(),
 		Status:           d.protocolStatus,
 		Logger:           log,
 	}, d.store, d)
@@ -255,25 +255,19 @@ func (d *Daemon) run(ctx context.Context) (int, error) {
 	defer stopServices()
 	svc, svcCtx := errgroup.WithContext(svcCtx)
 
-	// Both listeners first, so a port or socket in use fails the start
-	// before any goroutine runs.
-	var mln net.Listener
-	if cfg.Metrics.Listen != "" {
-		var err error
-		if mln, err = metrics.Listen(cfg.Metrics.Listen); err != nil {
-			return ExitFailure, fmt.Errorf("metrics: %w", err)
-		}
-	}
+	// The control socket first, so a socket in use fails the start before
+	// any goroutine runs. The metrics endpoint is auxiliary: a port in use
+	// is an error in the log, health and metrics, retried, never a stop.
 	ln, err := control.Listen(cfg.Control.Socket)
 	if err != nil {
-		if mln != nil {
-			mln.Close()
-		}
 		return ExitFailure, fmt.Errorf("control socket: %w", err)
 	}
-	svc.Go(func() error { return control.Serve(svcCtx, ln, &controlHandler{d: d}) })
-	if mln != nil {
-		svc.Go(func() error { return d.met.Serve(svcCtx, mln, d.health) })
+	svc.Go(func() error {
+		return control.Serve(svcCtx, ln, &controlHandler{d: d}, control.ServeOptions{Logger: d.log.With("component", "control"),
+			OnAcceptError: func(error) { d.met.ListenerError("control") }})
+	})
+	if cfg.Metrics.Listen != "" {
+		svc.Go(func() error { return d.met.ListenAndServe(svcCtx, cfg.Metrics.Listen, d.health, d.log.With("component", "metrics")) })
 	}
 	svc.Go(func() error { return d.up.Run(svcCtx) })
 	svc.Go(func() error { d.watchOnline(svcCtx); return nil })
@@ -702,6 +696,21 @@ func (d *Daemon) updateGauges() {
 		d.met.SetAudioJournal(st.JournalPending)
 	}
 	d.met.SetOnline(d.up.Online())
+	us := d.up.Stats()
+	d.met.SetUnconfirmed(us.Unconfirmed)
+	d.met.SetOutboxStuck(us.StuckFor)
+}
+
+// problems lists degraded parts that do not stop the voice path.
+func (d *Daemon) problems() []string {
+	var p []string
+	if m := d.met.Problem(); m != "" {
+		p = append(p, "metrics endpoint: "+m)
+	}
+	if n := d.up.Stats().Unconfirmed; n > 0 {
+		p = append(p, fmt.Sprintf("%d outbox entries accepted by the broker but not confirmed by the backend: check ACLs and the bridge", n))
+	}
+	return p
 }
 
 func (d *Daemon) health() metrics.Health {
@@ -709,6 +718,7 @@ func (d *Daemon) health() metrics.Health {
 	if _, err := d.store.ListenCount(); err != nil {
 		h.OK, h.Reason = false, "store: "+err.Error()
 	}
+	h.Problems = d.problems()
 	return h
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -187,7 +188,7 @@ func TestHealthz(t *testing.T) {
 			t.Errorf("healthy=%v: status %d, want %d", tc.healthy, resp.StatusCode, tc.code)
 		}
 		var got Health
-		if err := json.Unmarshal(body, &got); err != nil || got != tc.want {
+		if err := json.Unmarshal(body, &got); err != nil || !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("healthy=%v: body %s (%v), want %+v", tc.healthy, body, err, tc.want)
 		}
 	}
