@@ -167,8 +167,8 @@ func newDaemon(o Options) (*Daemon, int, error) {
 		KeepAlive: cfg.MQTT.Keepalive.D(), BackoffMin: cfg.MQTT.ReconnectMin.D(), BackoffMax: cfg.MQTT.ReconnectMax.D(),
 		BatchAckRequired: cfg.MQTT.BatchAckRequired,
 		Delivery:         cfg.MQTT.Delivery, AckTimeout: cfg.MQTT.AckTimeout.D(), StuckAfter: cfg.MQTT.StuckAfter.D(),
-		Status:           d.protocolStatus,
-		Logger:           log,
+		Status: d.protocolStatus,
+		Logger: log,
 	}, d.store, d)
 	if err != nil {
 		d.close()
@@ -267,7 +267,9 @@ func (d *Daemon) run(ctx context.Context) (int, error) {
 			OnAcceptError: func(error) { d.met.ListenerError("control") }})
 	})
 	if cfg.Metrics.Listen != "" {
-		svc.Go(func() error { return d.met.ListenAndServe(svcCtx, cfg.Metrics.Listen, d.health, d.log.With("component", "metrics")) })
+		svc.Go(func() error {
+			return d.met.ListenAndServe(svcCtx, cfg.Metrics.Listen, d.health, d.log.With("component", "metrics"))
+		})
 	}
 	svc.Go(func() error { return d.up.Run(svcCtx) })
 	svc.Go(func() error { d.watchOnline(svcCtx); return nil })
