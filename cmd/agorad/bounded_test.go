@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/agora/agorad/audio/testaudio"
+)
+
+var (
+	agoradOnce sync.Once
+	agoradPath string
+	agoradErr  error
+)
+
+// agoradBinary builds the real agorad once (signals and memory are
+// measured on the process, as a user runs it).
+func agoradBinary(t *testing.T) string {
+	t.Helper()
+	agoradOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "agorad-bin")
+		if err != nil {
+			agoradErr = err
+			return
+		}
+		agoradPath = filepath.Join(dir, "agorad")
+		out, err := exec.Command("go", "build", "-o", agoradPath, "github.com/agora/agorad/cmd/agorad").CombinedOutput()
+		if err != nil {
+			agoradErr = fmt.Errorf("build agorad: %v\n%s", err, out)
+		}
+	})
+	if agoradErr != nil {
+		t.Fatal(agoradErr)
+	}
+	return agoradPath
+}
+
+// wavHeader is a 44-byte PCM header declaring dataSize bytes.
+func wavHeader(rate, channels, bits int, dataSize uint32) []byte {
+	var b bytes.Buffer
+	le := func(v any) { binary.Write(&b, binary.LittleEndian, v) }
+	block := channels * bits / 8
+	b.WriteString("RIFF")
+	le(dataSize + 36)
+	b.WriteString("WAVEfmt ")
+	le(uint32(16))
+	le(uint16(1))
+	le(uint16(channels))
+	le(uint32(rate))
+	le(uint32(rate * block))
+	le(uint16(block))
+	le(uint16(bits))
+	b.WriteString("data")
+	le(dataSize)
+	return b.Bytes()
+}
+
+// Issue 9, finding 5 and "Done when": a 1 Hz WAV, a FIFO with no writer and a
+// directory are clear errors at once; a 2 GB (sparse) WAV is processed in
+// bounded memory and SIGTERM stops it within the shutdown grace.
+func TestTranscribeBoundedInput(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds agorad and runs it on a 2 GB file")
+	}
+	bin := agoradBinary(t)
+	models := []string{"--model", testaudio.Model(t, "for-tests-ggml-tiny.en.bin"),
+		"--vad-model", testaudio.Model(t, "for-tests-silero-v6.2.0-ggml.bin"), "--threads", "1"}
+	dir := t.TempDir()
+	oneHz := filepath.Join(dir, "one-hz.wav")
+	if err := os.WriteFile(oneHz, append(wavHeader(1, 1, 16, 2000), make([]byte, 2000)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fifo := filepath.Join(dir, "nobody-writes.wav")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	huge := filepath.Join(dir, "huge.wav")
+	const size = 2 << 30
+	f, err := os.Create(huge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write(wavHeader(48000, 2, 16, size-44))
+	if err := f.Truncate(size); err != nil { // sparse: no disk used
+		t.Fatal(err)
+	}
+	f.Close()
+
+	for _, tc := range []struct {
+		name, file string
+		want       string // stderr; "" for the huge file
+	}{
+		{"1 Hz", oneHz, "sample_rate: 1 Hz is outside 8000..384000 Hz"},
+		{"FIFO without writer", fifo, "named pipe (FIFO)"},
+		{"directory", dir, "is a directory"},
+		{"2 GB sparse", huge, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			cmd := exec.Command(bin, append(append([]string{"transcribe"}, models...), tc.file)...)
+			cmd.Stderr = &stderr
+			start := time.Now()
+			if err := cmd.Start(); err != nil {
+				t.Fatal(err)
+			}
+			done := make(chan error, 1)
+			go func() { done <- cmd.Wait() }()
+			var stopAt time.Time
+			select {
+			case <-done:
+			case <-time.After(4 * time.Second):
+				if tc.want != "" {
+					cmd.Process.Kill()
+					<-done
+					t.Fatalf("still running after 4s: %s", stderr.String())
+				}
+				stopAt = time.Now()
+				cmd.Process.Signal(syscall.SIGTERM)
+				select {
+				case <-done:
+				case <-time.After(10 * time.Second): // daemon.ShutdownGrace
+					cmd.Process.Kill()
+					<-done
+					t.Fatalf("SIGTERM not honoured within 10s")
+				}
+			}
+			rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss >> 10 // KiB -> MiB
+			t.Logf("exit %d after %v (stopped %v after SIGTERM), peak RSS %d MiB",
+				cmd.ProcessState.ExitCode(), time.Since(start).Round(time.Millisecond), since(stopAt), rss)
+			if tc.want != "" {
+				if cmd.ProcessState.ExitCode() != exitFailed || !strings.Contains(stderr.String(), tc.want) || !strings.Contains(stderr.String(), tc.file) {
+					t.Errorf("exit %d, stderr %q: want %d naming %s and %q", cmd.ProcessState.ExitCode(), stderr.String(), exitFailed, tc.file, tc.want)
+				}
+				return
+			}
+			if rss >= 200 {
+				t.Errorf("peak RSS %d MiB on a 2 GB file, want < 200", rss)
+			}
+		})
+	}
+}
+
+func since(t time.Time) time.Duration {
+	if t.IsZero() {
+		return 0
+	}
+	return time.Since(t).Round(time.Millisecond)
+}
