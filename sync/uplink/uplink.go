@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -194,6 +195,9 @@ func New(opts Options, outbox Outbox, handler CommandHandler) (*Client, error) {
 		if c.tls, err = TLSConfig(opts.CAFile, opts.CertFile, opts.KeyFile, opts.ServerName); err != nil {
 			return nil, err
 		}
+		if hint := certHint(opts.CertFile, time.Now()); hint != "" {
+			c.log.Error("MQTT client certificate not valid; the broker will refuse the connection", "problem", hint)
+		}
 	}
 	return c, nil
 }
@@ -229,6 +233,33 @@ func TLSConfig(caFile, certFile, keyFile, serverName string) (*tls.Config, error
 		cfg.Certificates = []tls.Certificate{cert}
 	}
 	return cfg, nil
+}
+
+// certHint says why the client certificate in certFile is not valid at
+// now ("" when it is, or cannot be read: TLSConfig reported that).
+func certHint(certFile string, now time.Time) string {
+	if certFile == "" {
+		return ""
+	}
+	b, err := os.ReadFile(certFile)
+	if err != nil {
+		return ""
+	}
+	blk, _ := pem.Decode(b)
+	if blk == nil {
+		return ""
+	}
+	leaf, err := x509.ParseCertificate(blk.Bytes)
+	if err != nil {
+		return ""
+	}
+	switch {
+	case now.After(leaf.NotAfter):
+		return fmt.Sprintf("client certificate %s expired at %s: the broker refuses it; install a renewed certificate", certFile, leaf.NotAfter.UTC().Format(time.RFC3339))
+	case now.Before(leaf.NotBefore):
+		return fmt.Sprintf("client certificate %s is not valid before %s: is the device clock right?", certFile, leaf.NotBefore.UTC().Format(time.RFC3339))
+	}
+	return ""
 }
 
 // Online reports whether a session with the broker is up.
@@ -295,6 +326,11 @@ func (c *Client) connectLoop(ctx context.Context) {
 	for ctx.Err() == nil {
 		cli, lost, err := c.connect(ctx)
 		if err != nil {
+			// The broker's answer to a bad client certificate is often a
+			// bare reset: say what is wrong with ours, if anything.
+			if hint := certHint(c.opts.CertFile, time.Now()); hint != "" {
+				err = fmt.Errorf("%w (%s)", err, hint)
+			}
 			c.connectFailures.Add(1)
 			delay := backoff(c.opts.BackoffMin, c.opts.BackoffMax, attempt)
 			c.log.Warn("connect to MQTT broker failed", "broker", c.url, "attempt", attempt+1, "retry_in", delay.Round(time.Millisecond), "err", err)
