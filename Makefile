@@ -7,7 +7,7 @@ export CGO_LDFLAGS := -L$(SHIM_DIR) $(CGO_LDFLAGS)
 GO ?= go
 PKGS := ./...
 
-.PHONY: all deps shim build test test-short vet fmt run bench clean
+.PHONY: all deps shim build test test-short vet fmt run bench clean fuzz
 
 all: build
 
@@ -32,6 +32,13 @@ vet: shim
 # whisper.cpp, Silero VAD, Badger, mosquitto).
 test: deps shim vet
 	$(GO) test -count=1 -timeout 40m $(PKGS)
+	$(MAKE) fuzz
+
+# Fuzz targets, each for a bounded time (make test runs them; FUZZTIME=5m
+# for a longer hunt). Go fuzzes one target per invocation.
+FUZZTIME ?= 20s
+fuzz: shim
+	$(GO) test -run '^$$' -fuzz '^FuzzParseWAVHeader$$' -fuzztime $(FUZZTIME) ./audio/
 
 test-short: shim
 	$(GO) test -short -count=1 $(PKGS)

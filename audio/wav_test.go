@@ -280,7 +280,8 @@ func FuzzParseWAVHeader(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if format.Channels <= 0 || format.SampleRate <= 0 || format.Container <= 0 {
+		if format.Channels <= 0 || format.Channels > MaxWAVChannels || format.SampleRate < MinWAVRate || format.SampleRate > MaxWAVRate ||
+			format.Container <= 0 || format.Bits > 8*format.Container {
 			t.Fatalf("accepted invalid format %+v", format)
 		}
 		// Decoding the rest must not panic either.
