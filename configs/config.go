@@ -54,6 +54,10 @@ type PTT struct {
 	Enabled     bool   `yaml:"enabled"`
 	EvdevDevice string `yaml:"evdev_device"`
 	KeyCode     int    `yaml:"key_code"`
+	// MaxUtterance cuts a long press into pieces; StuckAfter warns about a
+	// press that lasts too long (0: never).
+	MaxUtterance Duration `yaml:"max_utterance"`
+	StuckAfter   Duration `yaml:"stuck_after"`
 }
 
 // Models names the whisper and VAD models (a catalog name or a file path).

@@ -70,6 +70,8 @@ func (c *Config) Validate() error {
 	if k := c.Input.PTT.KeyCode; k < 1 || k > 767 {
 		bad("input.ptt.key_code", "%d not in 1..767 (linux/input-event-codes.h)", k)
 	}
+	durBetween("input.ptt.max_utterance", c.Input.PTT.MaxUtterance, time.Second, 30*time.Second)
+	durBetween("input.ptt.stuck_after", c.Input.PTT.StuckAfter, 0, 24*time.Hour)
 	if !c.Input.HandsFree && !c.Input.PTT.Enabled && src != "none" {
 		bad("input.hands_free", "false needs input.ptt.enabled: true (otherwise nothing is ever captured)")
 	}

@@ -107,6 +107,8 @@ type Daemon struct {
 	pending sync.WaitGroup
 	refused atomic.Uint64
 	heard   atomic.Uint64 // whisper calls that returned
+
+	abandoned bool // a stop overran its grace: close nothing under running goroutines
 }
 
 // job is one journaled utterance on its way to whisper.
@@ -199,6 +201,9 @@ func (d *Daemon) match(text string) wake.Match {
 }
 
 func (d *Daemon) close() {
+	if d.abandoned {
+		return // goroutines may still use whisper and the store
+	}
 	if d.whisper != nil {
 		d.whisper.Close()
 	}
@@ -350,7 +355,17 @@ func (d *Daemon) run(ctx context.Context) (int, error) {
 	_ = sdnotify.Stopping()
 	d.log.Info("stopping: finishing the current utterance")
 	stopSpeech()
-	if err := sp.Wait(); err != nil && !errors.Is(err, context.Canceled) && runErr == nil {
+	stopped, err := waitWithin(sp.Wait, StopLimit)
+	if !stopped {
+		// Something in the speech path ignores cancellation (a driver stuck
+		// in a read). Leave it to the process exit: what it holds is
+		// journaled, and whisper and the store must not be closed under it.
+		d.abandoned = true
+		d.log.Error("speech path did not stop within the shutdown grace; leaving journaled audio for the next start",
+			"limit", StopLimit)
+		return ExitFailure, errors.New("speech path did not stop within the shutdown grace")
+	}
+	if err != nil && !errors.Is(err, context.Canceled) && runErr == nil {
 		runErr, code = err, ExitFailure
 	}
 	// Last status says offline; the uplink publishes it on a clean disconnect.
@@ -359,6 +374,28 @@ func (d *Daemon) run(ctx context.Context) (int, error) {
 		runErr, code = err, ExitFailure
 	}
 	return code, runErr
+}
+
+// StopLimit bounds a whole stop of the speech path: ShutdownGrace, then
+// time to abort the whisper call running at its end, close the capture
+// stream and route the last transcript. Past it the stop is abandoned (the
+// audio stays journaled). It stays well inside the unit's TimeoutStopSec
+// (30 s), so systemd never has to kill a stopping daemon.
+const StopLimit = ShutdownGrace + 10*time.Second
+
+// waitWithin runs wait and reports whether it returned within limit. On a
+// timeout wait's goroutine is left behind: the process is about to exit.
+func waitWithin(wait func() error, limit time.Duration) (returned bool, err error) {
+	done := make(chan error, 1)
+	go func() { done <- wait() }()
+	t := time.NewTimer(limit)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		return true, err
+	case <-t.C:
+		return false, nil
+	}
 }
 
 // waitDrained waits until the outbox is empty, or timeout, or ctx ends.
@@ -426,19 +463,34 @@ func (d *Daemon) captureLoop(ctx context.Context, kind inputKind) error {
 		source = "file:" + filepath.Base(d.cfg.Input.Source)
 	}
 	handsFree := d.cfg.Input.HandsFree || kind == inputFile
-	var held []float32
-	var heldStart time.Time
+	ptt := d.cfg.Input.PTT
+	// Look for a pause in the last quarter of a piece (at most as far back as
+	// hands-free splitting looks), so pieces stay close to the maximum.
+	hold, err := segment.NewHold(ptt.MaxUtterance.D(), min(segment.DefaultConfig().SplitSearch, ptt.MaxUtterance.D()/4))
+	if err != nil {
+		return fmt.Errorf("input.ptt.max_utterance: %w", err)
+	}
 	var last segment.Stats
+	stuckWarned := false
+	emit := func(p segment.Piece) {
+		if p.Index > 0 || !p.Last {
+			d.log.Debug("push-to-talk piece", "index", p.Index, "last", p.Last, "seconds", float64(len(p.Samples))/audio.SampleRate)
+		}
+		d.enqueueUtterance(ctx, p.Samples, p.Start, samplesDur(int64(len(p.Samples))), "ptt")
+	}
 	for {
 		c, err := src.Read(ctx)
+		if err == nil && ctx.Err() != nil {
+			err = ctx.Err() // a source with audio always ready must not outrun a stop
+		}
 		if err != nil {
 			if handsFree {
 				for _, u := range seg.Flush() {
 					d.enqueueUtterance(ctx, u.Samples, u.Start, samplesDur(u.SpeechEnd-u.SpeechStart), source)
 				}
 			}
-			if len(held) > 0 {
-				d.enqueueUtterance(ctx, held, heldStart, samplesDur(int64(len(held))), "ptt")
+			if p, ok := hold.Release(); ok {
+				emit(p)
 			}
 			d.noteSegStats(seg.Stats(), &last)
 			if errors.Is(err, context.Canceled) || isEOF(err) {
@@ -450,19 +502,33 @@ func (d *Daemon) captureLoop(ctx context.Context, kind inputKind) error {
 		for drained := false; !drained; {
 			select {
 			case down := <-d.pttEdge:
-				if down && held == nil {
-					held, heldStart = make([]float32, 0, audio.SampleRate*10), c.Time
-				} else if !down && held != nil {
-					d.enqueueUtterance(ctx, held, heldStart, samplesDur(int64(len(held))), "ptt")
-					held = nil
+				if down && !hold.Held() {
+					hold.Press(c.Time)
+					stuckWarned = false
+				} else if !down {
+					if p, ok := hold.Release(); ok {
+						emit(p)
+					}
 				}
 			default:
 				drained = true
 			}
 		}
-		if held != nil {
-			held = append(held, c.Samples...)
-			continue // the key overrides voice activity while held
+		if hold.Held() {
+			// The key overrides voice activity while held. A long press is
+			// cut into pieces (memory stays bounded, nothing is too large to
+			// journal), each delivered in order.
+			for _, p := range hold.Push(c) {
+				d.met.PTTCut()
+				emit(p)
+			}
+			if !stuckWarned && ptt.StuckAfter > 0 && hold.HeldFor() >= ptt.StuckAfter.D() {
+				stuckWarned = true
+				d.met.PTTStuck()
+				d.log.Warn("push-to-talk held unusually long; is the key stuck? audio keeps being cut into pieces and stored",
+					"held", hold.HeldFor().Round(time.Second), "stuck_after", ptt.StuckAfter.D(), "piece_max", ptt.MaxUtterance.D())
+			}
+			continue
 		}
 		if !handsFree {
 			continue
@@ -554,6 +620,13 @@ const ShutdownGrace = 10 * time.Second
 // routes the text. On shutdown it waits for capture to hand over the
 // utterance being spoken, then finishes the queue within ShutdownGrace.
 func (d *Daemon) transcribeLoop(ctx context.Context, recovered []job, captureDone <-chan struct{}) error {
+	// work ends ShutdownGrace after ctx: the call running at the stop and the
+	// queue behind it share the grace, and a call still running then is
+	// aborted (its audio stays journaled).
+	work, endWork := context.WithCancel(context.WithoutCancel(ctx))
+	defer endWork()
+	stopGrace := context.AfterFunc(ctx, func() { time.AfterFunc(ShutdownGrace, endWork) })
+	defer stopGrace()
 	for i, j := range recovered {
 		if ctx.Err() != nil {
 			for range recovered[i:] {
@@ -561,24 +634,22 @@ func (d *Daemon) transcribeLoop(ctx context.Context, recovered []job, captureDon
 			}
 			break
 		}
-		d.transcribeOne(ctx, j)
+		d.transcribeOne(work, j)
 	}
 	for {
 		select {
 		case j := <-d.jobs:
-			d.transcribeOne(context.WithoutCancel(ctx), j)
+			d.transcribeOne(work, j)
 		case <-ctx.Done():
 			<-captureDone
-			grace, cancel := context.WithTimeout(context.WithoutCancel(ctx), ShutdownGrace)
-			defer cancel()
 			for {
 				select {
 				case j := <-d.jobs:
-					if grace.Err() != nil {
+					if work.Err() != nil {
 						d.pending.Done() // still journaled
 						continue
 					}
-					d.transcribeOne(grace, j)
+					d.transcribeOne(work, j)
 				default:
 					return nil
 				}

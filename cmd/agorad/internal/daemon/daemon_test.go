@@ -2,6 +2,8 @@ package daemon
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
 	"math"
@@ -388,5 +390,110 @@ func TestFileInputExitCodes(t *testing.T) {
 				t.Fatalf("drained exit with %d entries left", n)
 			}
 		})
+	}
+}
+
+// numberingTranscriber answers each call with "piece N" (N from 0), so the
+// order of what is published can be checked against the order of the audio.
+type numberingTranscriber struct {
+	mu    sync.Mutex
+	calls []int // samples per call
+}
+
+func (n *numberingTranscriber) Transcribe(ctx context.Context, s []float32) (transcribe.Result, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.calls = append(n.calls, len(s))
+	return transcribe.Result{Text: fmt.Sprintf("piece %d", len(n.calls)-1), Lang: "en", AudioDuration: samplesDur(int64(len(s)))}, nil
+}
+
+func (n *numberingTranscriber) Close() error { return nil }
+
+// TestPushToTalkLongPressIsCutInOrder: a press of 3.5 × ptt.max_utterance is
+// journaled as four pieces no longer than the maximum, transcribed and
+// published in order (feedback mode, real mosquitto), with none refused and
+// the journal empty afterwards; the samples of all pieces are exactly the
+// samples held.
+func TestPushToTalkLongPressIsCutInOrder(t *testing.T) {
+	broker := brokertest.Start(t)
+	sub := broker.Subscribe(t, "agora/v1/dev-test/utterances")
+	cfg := testConfig(t, broker.URL())
+	cfg.Mode = "feedback"
+	cfg.Input.Source = "default" // replaced by the scripted source
+	cfg.Input.HandsFree = false
+	cfg.Input.PTT.Enabled = true
+	cfg.Input.PTT.MaxUtterance = configs.Duration(time.Second)
+	src := newScriptedSource()
+	whisper := &numberingTranscriber{}
+	d, _, err := newDaemon(Options{Config: cfg, DrainTimeout: time.Second, Version: "test", Logger: slog.New(slog.DiscardHandler),
+		OpenSource: func(context.Context) (audio.Source, error) { return src, nil }, Transcriber: whisper})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { d.run(ctx); d.close(); close(done) }()
+	defer func() { cancel(); <-done }()
+
+	const chunkLen = 1600 // 100 ms
+	send := func(i int) {
+		s := make([]float32, chunkLen)
+		for j := range s {
+			s[j] = 0.4 * float32(math.Sin(float64(i*chunkLen+j)/9))
+		}
+		src.waitIdle(t)
+		src.chunks <- audio.Chunk{Samples: s, Offset: int64(i * chunkLen), Time: time.Now()}
+	}
+	send(0)
+	src.waitIdle(t)
+	d.pushToTalk(true)
+	src.waiting <- struct{}{}
+	for i := 1; i <= 35; i++ { // 3.5 s held
+		send(i)
+	}
+	src.waitIdle(t)
+	d.pushToTalk(false)
+	src.waiting <- struct{}{}
+	send(36)
+
+	// 3.5 s at a 1 s maximum, each cut looking back at most 250 ms for a
+	// pause: four or five pieces.
+	_, ok := sub.WaitCount(4, 10*time.Second)
+	time.Sleep(300 * time.Millisecond) // the rest would show by now
+	whisper.mu.Lock()
+	defer whisper.mu.Unlock()
+	msgs := sub.Messages()
+	if n := len(whisper.calls); !ok || n < 4 || n > 5 || len(msgs) != n {
+		t.Fatalf("%d pieces transcribed, %d published; want 4 or 5, each published", n, len(msgs))
+	}
+	total := 0
+	for i, n := range whisper.calls {
+		if n > audio.SampleRate || n < audio.SampleRate*3/4-chunkLen && i < len(whisper.calls)-1 {
+			t.Errorf("piece %d has %d samples, want 0.75..1 s (only the last may be shorter)", i, n)
+		}
+		total += n
+	}
+	if total != 35*chunkLen {
+		t.Errorf("pieces hold %d samples, want the %d held", total, 35*chunkLen)
+	}
+	for i, m := range msgs {
+		var u struct {
+			Text   string `json:"text"`
+			Seq    uint64 `json:"seq"`
+			Source string `json:"source"`
+		}
+		if err := json.Unmarshal(m.Payload, &u); err != nil {
+			t.Fatal(err)
+		}
+		if u.Text != fmt.Sprintf("piece %d", i) || u.Source != "ptt" {
+			t.Errorf("message %d: %q from %q, want \"piece %d\" from ptt", i, u.Text, u.Source, i)
+		}
+	}
+	st, err := d.store.Stats()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.JournalPending != 0 || len(st.Refused) != 0 {
+		t.Errorf("after the press: %d journaled, refused %v; want none", st.JournalPending, st.Refused)
 	}
 }

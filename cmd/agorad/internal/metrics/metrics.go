@@ -40,6 +40,8 @@ type Metrics struct {
 	unconfirmed   prometheus.Gauge
 	stuck         prometheus.Gauge
 	listenerErrs  *prometheus.CounterVec
+	pttCuts       prometheus.Counter
+	pttStuck      prometheus.Counter
 
 	problemMu sync.Mutex
 	problem   string
@@ -81,12 +83,16 @@ func New(version string) *Metrics {
 			Help: "How long the oldest outbox entry has waited while online, once past mqtt.stuck_after; 0 otherwise."}),
 		listenerErrs: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "listener_errors_total",
 			Help: "Errors of auxiliary listeners (bind failures, accept errors), by listener."}, []string{"listener"}),
+		pttCuts: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "ptt_cuts_total",
+			Help: "Push-to-talk presses cut at input.ptt.max_utterance (each cut starts a new piece)."}),
+		pttStuck: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "ptt_stuck_total",
+			Help: "Push-to-talk presses that lasted longer than input.ptt.stuck_after (a key stuck down?)."}),
 	}
 	build := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "build_info",
 		Help: "Always 1; the version label says which agorad runs.", ConstLabels: prometheus.Labels{"version": version}})
 	build.Set(1)
 	m.reg.MustRegister(m.utterances, m.transcription, m.rtf, m.whisperCalls, m.listenBuffer, m.outbox, m.online,
-		m.reconnects, m.refused, m.journal, m.vadFrames, build,
+		m.reconnects, m.refused, m.journal, m.vadFrames, m.pttCuts, m.pttStuck, build,
 		m.unconfirmed, m.stuck, m.listenerErrs,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Series that exist from the start, so rate() and alerts see a zero
@@ -152,6 +158,12 @@ func (m *Metrics) SetOutboxStuck(d time.Duration) { m.stuck.Set(d.Seconds()) }
 
 // ListenerError counts an error of an auxiliary listener ("metrics", "control").
 func (m *Metrics) ListenerError(listener string) { m.listenerErrs.WithLabelValues(listener).Inc() }
+
+// PTTCut counts a long push-to-talk press cut into another piece.
+func (m *Metrics) PTTCut() { m.pttCuts.Inc() }
+
+// PTTStuck counts a press that outlasted input.ptt.stuck_after.
+func (m *Metrics) PTTStuck() { m.pttStuck.Inc() }
 
 // Reconnect counts a reconnection attempt.
 func (m *Metrics) Reconnect() { m.reconnects.Inc() }
