@@ -17,7 +17,7 @@ import (
 // ackAll acknowledges, as agora-bridge does under delivery: backend, every
 // utterance, batch and event sub received, until the test ends.
 func ackAll(t *testing.T, b *brokertest.Broker, sub *brokertest.Subscriber, device, user, password string) {
-	cli := paho.NewClient(paho.NewClientOptions().AddBroker(b.URL()).SetClientID("bridge-"+device).SetUsername(user).SetPassword(password))
+	cli := paho.NewClient(paho.NewClientOptions().AddBroker(b.URL()).SetClientID("bridge-" + device).SetUsername(user).SetPassword(password))
 	if tok := cli.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
 		t.Fatalf("bridge connect: %v", tok.Error())
 	}
