@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -17,6 +18,24 @@ import (
 	"github.com/agora/agorad/cmd/internal/control"
 	"github.com/agora/agorad/cmd/internal/control/controltest"
 )
+
+// lockedBuf collects the child's stderr while the test reads it.
+type lockedBuf struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
 
 // helperEnv makes the test binary a control server with a low file limit
 // (TestHelperControlServer), so the test process itself can hold thousands
@@ -79,7 +98,7 @@ func TestIdleConnectionsLowFDLimit(t *testing.T) {
 			sock := filepath.Join(dir, "s.sock")
 			cmd := exec.Command(os.Args[0], "-test.run=^TestHelperControlServer$")
 			cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%d,%s", helperEnv, sock, tc.maxConns, tc.idle))
-			stderr := &strings.Builder{}
+			stderr := &lockedBuf{}
 			cmd.Stderr = stderr
 			out, _ := cmd.StdoutPipe()
 			if err := cmd.Start(); err != nil {
