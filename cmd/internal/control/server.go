@@ -256,22 +256,27 @@ func Serve(ctx context.Context, ln net.Listener, h Handler, opts ...ServeOptions
 	return acceptErr
 }
 
-// deadlineWriter bounds each write, so a client that stops reading cannot
-// hold a handler forever.
+// deadlineWriter bounds writes, so a client that stops reading cannot hold
+// a handler forever. The deadline is moved at most every d/4 (a long export
+// makes thousands of writes), so each write has between 3d/4 and d.
 type deadlineWriter struct {
-	c net.Conn
-	d time.Duration
+	c   net.Conn
+	d   time.Duration
+	set time.Time
 }
 
-func (w deadlineWriter) Write(p []byte) (int, error) {
-	w.c.SetWriteDeadline(time.Now().Add(w.d))
+func (w *deadlineWriter) Write(p []byte) (int, error) {
+	if now := time.Now(); now.Sub(w.set) > w.d/4 {
+		w.c.SetWriteDeadline(now.Add(w.d))
+		w.set = now
+	}
 	return w.c.Write(p)
 }
 
 func serveConn(ctx context.Context, c *conn, h Handler, logger *slog.Logger, o ServeOptions) {
 	sc := bufio.NewScanner(c)
 	sc.Buffer(make([]byte, 4096), MaxRequest)
-	w := bufio.NewWriter(deadlineWriter{c, o.WriteTimeout})
+	w := bufio.NewWriter(&deadlineWriter{c: c, d: o.WriteTimeout})
 	enc := json.NewEncoder(w)
 	for {
 		c.SetReadDeadline(time.Now().Add(o.IdleTimeout))
