@@ -122,7 +122,7 @@ func TestDeliveryBackend(t *testing.T) {
 	want := enqueueUtterances(t, st, 3, false, "confirm me")
 	logs := &syncBuf{}
 	opts := testOptions("dev-db", b.URL())
-	opts.Delivery, opts.AckTimeout = DeliveryBackend, 400*time.Millisecond
+	opts.Delivery, opts.AckTimeout, opts.StuckAfter = DeliveryBackend, 400*time.Millisecond, 800*time.Millisecond
 	opts.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	c := newClient(t, opts, st, nil)
 	runClient(t, c)
@@ -144,6 +144,11 @@ func TestDeliveryBackend(t *testing.T) {
 	if n := strings.Count(logs.String(), unconfirmedHint); n != 1 {
 		t.Errorf("hint logged %d times in one episode, want 1", n)
 	}
+	// Nothing confirmed: the head of the queue does not move while online.
+	waitUntil(t, 5*time.Second, "stuck queue reported", func() bool { return c.Stats().StuckFor >= opts.StuckAfter })
+	if !strings.Contains(logs.String(), "outbox stuck") {
+		t.Error("stuck queue not logged")
+	}
 	ids := []string{want[0].ID, want[1].ID, want[2].ID}
 	body, _ := json.Marshal(map[string]any{"id": "ack-1", "type": "ack", "ids": ids})
 	publish(t, b, "agora/v1/dev-db/commands", string(body))
@@ -152,6 +157,7 @@ func TestDeliveryBackend(t *testing.T) {
 	if s := c.Stats(); s.Confirmed != 3 || s.Republished == 0 {
 		t.Errorf("confirmed %d republished %d", s.Confirmed, s.Republished)
 	}
+	waitUntil(t, 5*time.Second, "stuck cleared", func() bool { return c.Stats().StuckFor == 0 })
 	if !strings.Contains(logs.String(), "confirms outbox entries again") {
 		t.Error("end of the episode not logged")
 	}
@@ -291,4 +297,24 @@ func TestACLDenialBackendDelivery(t *testing.T) {
 		t.Errorf("event %s not delivered after the fix: %+v", ev.ID, events)
 	}
 	waitUntil(t, 5*time.Second, "unconfirmed back to 0", func() bool { return c.Stats().Unconfirmed == 0 })
+}
+
+// Issue 9, item 7: 10,000 rejected commands gave 10,000 WARN lines. The
+// limiter lets a burst through per interval and counts the rest.
+func TestRejectLogLimiter(t *testing.T) {
+	l := limiter{every: 10 * time.Second, burst: 5}
+	t0 := time.Now()
+	logged := 0
+	for i := range 10000 {
+		if ok, _ := l.allow(t0.Add(time.Duration(i) * time.Microsecond)); ok {
+			logged++
+		}
+	}
+	if logged != 5 {
+		t.Errorf("%d of 10,000 logged in 10ms, want 5", logged)
+	}
+	ok, dropped := l.allow(t0.Add(11 * time.Second))
+	if !ok || dropped != 9995 {
+		t.Errorf("next interval: allowed %v, reports %d not logged; want true, 9995", ok, dropped)
+	}
 }
