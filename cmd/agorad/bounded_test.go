@@ -155,3 +155,76 @@ func since(t time.Time) time.Duration {
 	}
 	return time.Since(t).Round(time.Millisecond)
 }
+
+// `agorad run` on a 2 GB WAV stops within the shutdown grace on SIGTERM and
+// stays in bounded memory; a FIFO as input is refused at start naming the
+// field.
+func TestRunBoundedInput(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds agorad and runs it on a 2 GB file")
+	}
+	bin := agoradBinary(t)
+	dir := t.TempDir()
+	huge := filepath.Join(dir, "huge.wav")
+	f, err := os.Create(huge)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write(wavHeader(48000, 2, 16, 2<<30-44))
+	f.Truncate(2 << 30)
+	f.Close()
+	fifo := filepath.Join(dir, "pipe.wav")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	cfg := baseConfig(t, "tcp://127.0.0.1:1")
+	cfgPath := writeConfig(t, cfg)
+
+	var stderr lockedBuffer
+	cmd := exec.Command(bin, "run", "-c", cfgPath, "--input", fifo)
+	cmd.Stderr = &stderr
+	done := make(chan error, 1)
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+		if cmd.ProcessState.ExitCode() != exitUsage || !strings.Contains(stderr.String(), "input.source") || !strings.Contains(stderr.String(), "not a regular file") {
+			t.Errorf("FIFO input: exit %d: %s", cmd.ProcessState.ExitCode(), stderr.String())
+		}
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatal("agorad run blocked on a FIFO input")
+	}
+
+	stderr = lockedBuffer{}
+	cmd = exec.Command(bin, "run", "-c", cfgPath, "--input", huge)
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done = make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	time.Sleep(5 * time.Second)
+	select {
+	case <-done:
+		t.Fatalf("agorad run ended before SIGTERM: exit %d: %s", cmd.ProcessState.ExitCode(), stderr.String())
+	default:
+	}
+	stop := time.Now()
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+	case <-time.After(15 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		t.Fatalf("SIGTERM not honoured within 15s:\n%s", stderr.String())
+	}
+	rss := cmd.ProcessState.SysUsage().(*syscall.Rusage).Maxrss >> 10
+	t.Logf("run stopped %v after SIGTERM (exit %d), peak RSS %d MiB", time.Since(stop).Round(time.Millisecond), cmd.ProcessState.ExitCode(), rss)
+	if rss >= 200 {
+		t.Errorf("peak RSS %d MiB, want < 200", rss)
+	}
+}
