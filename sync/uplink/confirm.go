@@ -51,6 +51,9 @@ func (c *Client) settled(e buffer.Entry, now time.Time) bool {
 		// The backend's ack overtook the PUBACK (or came for a
 		// re-publication): done.
 		delete(c.early, e.ID)
+		if _, held := c.awaiting[e.ID]; !held {
+			c.confirmed.Add(1) // counted here: confirm saw it before its PUBACK
+		}
 		delete(c.awaiting, e.ID)
 		return true
 	}
@@ -160,7 +163,8 @@ func (c *Client) unconfirmedAt(now time.Time) int {
 
 // confirm deletes the entries the backend acknowledged. An id not (yet)
 // waiting is remembered for a while under DeliveryBackend: its ack may
-// overtake its PUBACK.
+// overtake its PUBACK. Held entries stay held until their delete is done,
+// so a drain running beside it cannot publish them again meanwhile.
 func (c *Client) confirm(ids []string) {
 	now := time.Now()
 	c.mu.Lock()
@@ -170,9 +174,8 @@ func (c *Client) confirm(ids []string) {
 		switch {
 		case ok:
 			del = append(del, id)
-			delete(c.awaiting, id)
 			if h.released {
-				c.early[id] = now // a re-publication may still settle
+				c.early[id] = now // being published again: its PUBACK may still come
 			}
 		case c.opts.Delivery == DeliveryBackend:
 			if len(c.early) < maxEarly {
@@ -184,11 +187,18 @@ func (c *Client) confirm(ids []string) {
 	if len(del) == 0 {
 		return
 	}
-	c.confirmed.Add(uint64(len(del)))
 	if err := c.outbox.Delete(del...); err != nil {
-		// They are published again and confirmed again: a duplicate, not a loss.
+		// Still held: published again after AckTimeout and confirmed
+		// again, a duplicate, not a loss.
 		c.log.Error("delete entries confirmed by the backend", "count", len(del), "err", err)
+		return
 	}
+	c.confirmed.Add(uint64(len(del)))
+	c.mu.Lock()
+	for _, id := range del {
+		delete(c.awaiting, id)
+	}
+	c.mu.Unlock()
 }
 
 // maxEarly bounds the acks remembered for entries not yet PUBACKed.

@@ -173,6 +173,11 @@ type ackingBridge struct {
 }
 
 func startBridge(t *testing.T, b *brokertest.Broker, device string, auth ...string) *ackingBridge {
+	return startBridgeN(t, b, device, 0, auth...)
+}
+
+// startBridgeN acks at most perCommand ids per ack command (0: all new ones).
+func startBridgeN(t *testing.T, b *brokertest.Broker, device string, perCommand int, auth ...string) *ackingBridge {
 	var opts []brokertest.SubscriberOption
 	if len(auth) == 2 {
 		opts = append(opts, brokertest.WithAuth(auth[0], auth[1]))
@@ -197,9 +202,14 @@ func startBridge(t *testing.T, b *brokertest.Broker, device string, auth ...stri
 					ids = append(ids, w.ID)
 				}
 			}
-			if len(ids) > 0 {
-				body, _ := json.Marshal(map[string]any{"id": "bridge-ack-" + itoa(n), "type": "ack", "ids": ids})
-				br.pub.Publish("agora/v1/"+device+"/commands", 1, false, body).WaitTimeout(5 * time.Second)
+			for i := 0; len(ids) > 0; i++ {
+				k := len(ids)
+				if perCommand > 0 {
+					k = min(k, perCommand)
+				}
+				body, _ := json.Marshal(map[string]any{"id": "bridge-ack-" + itoa(n) + "-" + itoa(i), "type": "ack", "ids": ids[:k]})
+				br.pub.Publish("agora/v1/"+device+"/commands", 1, false, body) // not waited: a flood, as a busy bridge sends
+				ids = ids[k:]
 			}
 		}
 	}()
@@ -271,7 +281,7 @@ func TestACLDenialBackendDelivery(t *testing.T) {
 	// mosquitto 2.0 PUBACKs a denied publish and then drops a 3.1.1
 	// client: the PUBACKed entry is held, counted, and published again
 	// first on the next session; nothing behind it overtakes it.
-	waitUntil(t, 10*time.Second, "an unconfirmed entry counted", func() bool { return c.Stats().Unconfirmed > 0 })
+	waitUntil(t, 30*time.Second, "an unconfirmed entry counted", func() bool { return c.Stats().Unconfirmed > 0 })
 	time.Sleep(4 * opts.AckTimeout)
 	if data, events := br.received(t); len(data)+len(events) != 0 {
 		t.Fatalf("bridge received %d messages through a denying ACL", len(data)+len(events))
@@ -316,5 +326,31 @@ func TestRejectLogLimiter(t *testing.T) {
 	ok, dropped := l.allow(t0.Add(11 * time.Second))
 	if !ok || dropped != 9995 {
 		t.Errorf("next interval: allowed %v, reports %d not logged; want true, 9995", ok, dropped)
+	}
+}
+
+// A bridge that acks every entry with its own command, 400 at once, while
+// the device is still publishing: acks are confirmed beside the drain, so
+// the session never waits for a PUBACK behind a queue of acks.
+func TestDeliveryBackendAckFlood(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real mosquitto")
+	}
+	b := brokertest.Start(t)
+	br := startBridgeN(t, b, "dev-flood", 1)
+	st := newStore(t)
+	want := map[string]uint64{}
+	for _, e := range enqueueUtterances(t, st, 400, true, "flood") {
+		want[e.ID] = e.Seq
+	}
+	opts := testOptions("dev-flood", b.URL())
+	opts.Delivery, opts.AckTimeout = DeliveryBackend, 30*time.Second
+	c := newClient(t, opts, st, nil)
+	runClient(t, c)
+	waitUntil(t, 30*time.Second, "all 400 confirmed", func() bool { n, _ := st.OutboxCount(); return n == 0 })
+	data, _ := br.received(t)
+	checkDelivery(t, data, want)
+	if s := c.Stats(); s.Reconnects != 0 || s.Confirmed != 400 {
+		t.Errorf("reconnects %d confirmed %d, want 0 and 400", s.Reconnects, s.Confirmed)
 	}
 }

@@ -46,8 +46,6 @@ func (c *Client) session(ctx context.Context, cli paho.Client, lost <-chan error
 		case <-c.outbox.Notify():
 		case <-ackTimer.C:
 			c.releaseDue(time.Now())
-		case ids := <-c.acks:
-			c.confirm(ids)
 		case <-c.statusReq:
 			if err := c.publishStatus(ctx, cli, lost); err != nil {
 				return err
@@ -159,14 +157,12 @@ func (c *Client) drain(ctx context.Context, cli paho.Client, lost <-chan error) 
 	page := max(256, 8*c.opts.Window)
 	for {
 		reap()
-		// Keep status and backend acks responsive during a long drain.
+		// Keep status responsive during a long drain.
 		select {
 		case <-c.statusReq:
 			if err := c.publishStatus(ctx, cli, lost); err != nil {
 				return published, err
 			}
-		case ids := <-c.acks:
-			c.confirm(ids)
 		default:
 		}
 		c.releaseDue(time.Now())

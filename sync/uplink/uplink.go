@@ -99,8 +99,8 @@ type Stats struct {
 	// Unconfirmed is the number of entries PUBACKed by the broker at least
 	// AckTimeout ago and still not confirmed by the backend (now).
 	Unconfirmed int
-	// StuckFor is how long the head of the outbox has waited while online
-	// (0 when the outbox is empty or the link is down).
+	// StuckFor is how long the head of the outbox has waited while online,
+	// once that passed StuckAfter (0 before, when empty or offline).
 	StuckFor time.Duration
 	// OwedReplies are command replies the store refused so far, kept in
 	// memory until it has room; RefusedReplies were dropped (too many owed).
@@ -120,7 +120,6 @@ type Client struct {
 	online        atomic.Bool
 	onlineChanged chan bool
 	statusReq     chan struct{}
-	acks          chan []string // ids from ack commands
 	commands      chan inbound
 
 	mu       sync.Mutex
@@ -185,7 +184,6 @@ func New(opts Options, outbox Outbox, handler CommandHandler) (*Client, error) {
 		log:           opts.Logger.With("component", "uplink"),
 		onlineChanged: make(chan bool, 1),
 		statusReq:     make(chan struct{}, 1),
-		acks:          make(chan []string, 16),
 		commands:      make(chan inbound, 64),
 		awaiting:      map[string]*held{},
 		early:         map[string]time.Time{},
@@ -564,12 +562,11 @@ const maxOwed = 1024
 // in-flight window, and later commands (set_mode) would wait for a reconnect.
 func (c *Client) handleCommand(ctx context.Context, cmd protocol.Command) bool {
 	if cmd.Type == protocol.CmdAck {
-		select {
-		case c.acks <- cmd.IDs:
-			return true
-		case <-ctx.Done():
-			return false
-		}
+		// Confirmed here, not handed to the session: a session waiting for a
+		// PUBACK must never wait behind a queue of acks (paho reads PUBACKs
+		// and commands on one goroutine).
+		c.confirm(cmd.IDs)
+		return true
 	}
 	ack := protocol.AckBody{CommandID: cmd.ID, CommandType: cmd.Type, OK: true, Mode: cmd.Mode}
 	if c.handler != nil {
