@@ -839,6 +839,7 @@ func TestRunStopsWithinGraceWhilePushToTalkHeld(t *testing.T) {
 	cfg.Input.Source = "default"
 	cfg.Input.HandsFree = false
 	cfg.Input.PTT = configs.PTT{Enabled: true, KeyCode: 164, MaxUtterance: configs.Duration(5 * time.Second)}
+	cfg.Log.Level = "debug"
 	d := startDaemon(t, writeConfig(t, cfg), cfg.Control.Socket)
 	if out, code := agoractl(t, d.socket, "ptt", "down"); code != 0 {
 		t.Fatalf("ptt down: %d %s", code, out)
@@ -847,8 +848,13 @@ func TestRunStopsWithinGraceWhilePushToTalkHeld(t *testing.T) {
 	began := time.Now()
 	code := d.stop(t)
 	took := time.Since(began)
+	if took > 5*time.Second {
+		t.Logf("stop took %s:\n%s", took, d.log.String())
+	}
 	if limit := daemon.StopLimit; took > limit || code != 0 {
-		t.Fatalf("stop took %s with exit %d; want exit 0 within %s\n%s", took, code, limit, d.log.String())
+		buf := make([]byte, 1<<20)
+		buf = buf[:runtime.Stack(buf, true)]
+		t.Fatalf("stop took %s with exit %d; want exit 0 within %s\n%s\ngoroutines:\n%s", took, code, limit, d.log.String(), buf)
 	}
 	if strings.Contains(d.log.String(), "utterance refused") {
 		t.Errorf("audio was refused:\n%s", d.log.String())

@@ -457,7 +457,11 @@ func (d *Daemon) captureLoop(ctx context.Context, kind inputKind) error {
 	if err != nil {
 		return err
 	}
-	defer src.Close()
+	defer func() {
+		began := time.Now()
+		src.Close()
+		d.log.Debug("capture closed", "took", time.Since(began))
+	}()
 	source := "mic"
 	if kind == inputFile {
 		source = "file:" + filepath.Base(d.cfg.Input.Source)
@@ -642,15 +646,21 @@ func (d *Daemon) transcribeLoop(ctx context.Context, recovered []job, captureDon
 			d.transcribeOne(work, j)
 		case <-ctx.Done():
 			<-captureDone
+			d.log.Debug("capture stopped; finishing the transcription queue", "queued", len(d.jobs))
+			left := 0
 			for {
 				select {
 				case j := <-d.jobs:
 					if work.Err() != nil {
+						left++
 						d.pending.Done() // still journaled
 						continue
 					}
 					d.transcribeOne(work, j)
 				default:
+					if left > 0 {
+						d.log.Info("shutdown grace over; utterances stay journaled for the next start", "utterances", left)
+					}
 					return nil
 				}
 			}
