@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -226,5 +227,74 @@ func TestRunBoundedInput(t *testing.T) {
 	t.Logf("run stopped %v after SIGTERM (exit %d), peak RSS %d MiB", time.Since(stop).Round(time.Millisecond), cmd.ProcessState.ExitCode(), rss)
 	if rss >= 200 {
 		t.Errorf("peak RSS %d MiB, want < 200", rss)
+	}
+}
+
+// Issue 9, finding 6 on the whole daemon: `agorad run` under RLIMIT_NOFILE
+// 256 (prlimit, as `ulimit -n 256`) with 2,000 idle control connections
+// keeps taking notes and answering status, and stops cleanly.
+func TestRunIdleControlConnectionsLowFDLimit(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds agorad, 2,000 connections")
+	}
+	prlimit, err := exec.LookPath("prlimit")
+	if err != nil {
+		t.Skip("prlimit (util-linux) not installed")
+	}
+	bin := agoradBinary(t)
+	cfg := baseConfig(t, "tcp://127.0.0.1:1")
+	var stderr lockedBuffer
+	cmd := exec.Command(prlimit, "--nofile=256:256", bin, "run", "-c", writeConfig(t, cfg))
+	cmd.Stderr = &stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan struct{})
+	go func() { cmd.Wait(); close(done) }()
+	defer func() { cmd.Process.Kill(); <-done }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if c, err := net.Dial("unix", cfg.Control.Socket); err == nil {
+			c.Close()
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("daemon never answered:\n%s", stderr.String())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	var conns []net.Conn
+	defer func() {
+		for _, c := range conns {
+			c.Close()
+		}
+	}()
+	for range 2000 {
+		c, err := net.DialTimeout("unix", cfg.Control.Socket, 2*time.Second)
+		if err != nil {
+			break
+		}
+		conns = append(conns, c)
+	}
+	t.Logf("%d idle connections open", len(conns))
+	for i, note := range []string{"crack in the north wall", "rust on the lower beam"} {
+		if out, code := agoractl(t, cfg.Control.Socket, "say", note); code != 0 {
+			t.Fatalf("agoractl say: exit %d: %s", code, out)
+		}
+		if st := status(t, cfg.Control.Socket); st.Buffered != i+1 {
+			t.Errorf("buffered %d after %d notes", st.Buffered, i+1)
+		}
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-done:
+		if code := cmd.ProcessState.ExitCode(); code != 0 {
+			t.Errorf("exit %d after SIGTERM:\n%s", code, stderr.String())
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatalf("no stop within 20s:\n%s", stderr.String())
+	}
+	if strings.Contains(stderr.String(), "too many open files") && !strings.Contains(stderr.String(), "retrying") {
+		t.Errorf("fd exhaustion not handled as a retry:\n%s", stderr.String())
 	}
 }
