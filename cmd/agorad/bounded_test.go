@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/agora/agorad/audio/testaudio"
+	"github.com/agora/agorad/sync/brokertest"
 )
 
 var (
@@ -181,9 +182,9 @@ func TestRunBoundedInput(t *testing.T) {
 	cfg := baseConfig(t, "tcp://127.0.0.1:1")
 	cfgPath := writeConfig(t, cfg)
 
-	var stderr lockedBuffer
+	stderr := &brokertest.Log{}
 	cmd := exec.Command(bin, "run", "-c", cfgPath, "--input", fifo)
-	cmd.Stderr = &stderr
+	cmd.Stderr = stderr
 	done := make(chan error, 1)
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -200,9 +201,9 @@ func TestRunBoundedInput(t *testing.T) {
 		t.Fatal("agorad run blocked on a FIFO input")
 	}
 
-	stderr = lockedBuffer{}
+	stderr = &brokertest.Log{}
 	cmd = exec.Command(bin, "run", "-c", cfgPath, "--input", huge)
-	cmd.Stderr = &stderr
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
@@ -243,9 +244,9 @@ func TestRunIdleControlConnectionsLowFDLimit(t *testing.T) {
 	}
 	bin := agoradBinary(t)
 	cfg := baseConfig(t, "tcp://127.0.0.1:1")
-	var stderr lockedBuffer
+	stderr := &brokertest.Log{}
 	cmd := exec.Command(prlimit, "--nofile=256:256", bin, "run", "-c", writeConfig(t, cfg))
-	cmd.Stderr = &stderr
+	cmd.Stderr = stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}

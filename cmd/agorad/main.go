@@ -19,9 +19,10 @@ var version = "dev"
 
 // Exit codes.
 const (
-	exitOK     = 0
-	exitFailed = 1 // some inputs failed
-	exitUsage  = 2 // usage or configuration error
+	exitOK        = 0
+	exitFailed    = 1 // some inputs failed; the daemon could not start or failed while running
+	exitUsage     = 2 // usage or configuration error
+	exitUndrained = 3 // run with a file input: processed, but the outbox was not drained in time (entries stay stored)
 )
 
 func main() {

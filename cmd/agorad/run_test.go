@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -30,27 +31,11 @@ import (
 	"github.com/agora/agorad/buffer"
 	"github.com/agora/agorad/cmd/agorad/internal/daemon"
 	"github.com/agora/agorad/cmd/internal/control"
+	"github.com/agora/agorad/cmd/internal/testrun"
 	"github.com/agora/agorad/configs"
+	"github.com/agora/agorad/configs/configtest"
 	"github.com/agora/agorad/sync/brokertest"
 )
-
-// lockedBuffer collects the daemon's log while it runs.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 var (
 	agoractlOnce sync.Once
@@ -118,38 +103,53 @@ func writeConfig(t *testing.T, cfg *configs.Config) string {
 
 func baseConfig(t *testing.T, brokerURL string) *configs.Config {
 	t.Helper()
-	dir := t.TempDir()
-	cfg := configs.Default()
-	cfg.DeviceID = "inspector-7"
-	cfg.StateDir = filepath.Join(dir, "state")
-	cfg.Control.Socket = filepath.Join(dir, "agorad.sock")
-	cfg.MQTT.Broker = brokerURL
-	cfg.MQTT.ReconnectMin = configs.Duration(100 * time.Millisecond)
-	cfg.MQTT.ReconnectMax = configs.Duration(500 * time.Millisecond)
-	cfg.Input.Source = "none"
-	cfg.Sounds.Enabled = false
-	cfg.Metrics.Listen = ""
-	cfg.Models.VAD = testaudio.Model(t, "for-tests-silero-v6.2.0-ggml.bin")
-	cfg.Models.Whisper = testaudio.Model(t, "for-tests-ggml-tiny.bin")
+	return configtest.Daemon(t, "inspector-7", brokerURL)
+}
+
+// pttOnMic plays JFK n times into the virtual microphone and returns a
+// configuration that listens to it only while push-to-talk is held (no evdev
+// device: agoractl only), cutting a press at maxUtterance.
+func pttOnMic(t *testing.T, brokerURL string, n int, maxUtterance time.Duration) *configs.Config {
+	t.Helper()
+	jfk, err := audio.ReadFile(testaudio.Clip(t, "fw_jfk.wav"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clips := make([][]float32, n)
+	for i := range clips {
+		clips[i] = jfk
+	}
+	testaudio.NewVirtualMic(t, testaudio.Concat(clips...), testaudio.DiscardPlayback())
+	cfg := baseConfig(t, brokerURL)
+	cfg.Input.Source = "default"
+	cfg.Input.HandsFree = false
+	cfg.Input.PTT = configs.PTT{Enabled: true, KeyCode: 164, MaxUtterance: configs.Duration(maxUtterance)}
 	return cfg
 }
 
+// running is an agorad run in this process; log collects what it logs.
 type running struct {
-	cancel context.CancelFunc
-	done   chan int
-	log    *lockedBuffer
+	run    *testrun.Run
+	log    *brokertest.Log
 	socket string
 }
+
+// exitError carries a non-zero exit code of agorad run through testrun.
+type exitError int
+
+func (e exitError) Error() string { return fmt.Sprintf("exit %d", int(e)) }
 
 // startDaemon runs `agorad run -c FILE args...` in this process and waits
 // until its control socket answers.
 func startDaemon(t *testing.T, cfgPath, socket string, args ...string) *running {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{cancel: cancel, done: make(chan int, 1), log: &lockedBuffer{}, socket: socket}
-	go func() {
-		r.done <- dispatch(ctx, append([]string{"run", "-c", cfgPath}, args...), io.Discard, r.log)
-	}()
+	r := &running{log: &brokertest.Log{}, socket: socket}
+	r.run = testrun.Start(t, "agorad run", func(ctx context.Context) error {
+		if code := dispatch(ctx, append([]string{"run", "-c", cfgPath}, args...), io.Discard, r.log); code != exitOK {
+			return exitError(code)
+		}
+		return nil
+	})
 	r.waitReady(t)
 	return r
 }
@@ -161,8 +161,7 @@ func startDaemon(t *testing.T, cfgPath, socket string, args ...string) *running 
 // not paced.
 func startPacedDaemon(t *testing.T, cfg *configs.Config) *running {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	r := &running{cancel: cancel, done: make(chan int, 1), log: &lockedBuffer{}, socket: cfg.Control.Socket}
+	r := &running{log: &brokertest.Log{}, socket: cfg.Control.Socket}
 	level := new(slog.LevelVar)
 	level.Set(slog.LevelDebug)
 	opts := daemon.Options{
@@ -175,7 +174,12 @@ func startPacedDaemon(t *testing.T, cfg *configs.Config) *running {
 			return testaudio.Paced(src), nil
 		},
 	}
-	go func() { r.done <- daemon.Run(ctx, opts) }()
+	r.run = testrun.Start(t, "daemon.Run", func(ctx context.Context) error {
+		if code := runExitCode(daemon.Run(ctx, opts)); code != exitOK {
+			return exitError(code)
+		}
+		return nil
+	})
 	r.waitReady(t)
 	return r
 }
@@ -190,31 +194,29 @@ func (r *running) waitReady(t *testing.T) {
 			break
 		}
 		select {
-		case code := <-r.done:
-			t.Fatalf("agorad run exited with %d before its socket answered:\n%s", code, r.log.String())
+		case <-r.run.Done():
+			t.Fatalf("agorad run ended (%v) before its socket answered:\n%s", r.run.Err(), r.log.String())
 		default:
 		}
 		if time.Now().After(deadline) {
-			r.cancel()
+			r.run.Stop()
 			t.Fatalf("agorad never answered on %s:\n%s", r.socket, r.log.String())
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Cleanup(func() { r.stop(t) })
 }
 
 // stop ends the daemon as SIGTERM would and returns its exit code.
 func (r *running) stop(t *testing.T) int {
 	t.Helper()
-	r.cancel()
-	select {
-	case code, ok := <-r.done:
-		if ok {
-			close(r.done)
-		}
-		return code
-	case <-time.After(30 * time.Second):
-		t.Fatalf("agorad did not stop within 30s:\n%s", r.log.String())
+	var code exitError
+	switch err := r.run.Stop(); {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &code):
+		return int(code)
+	default:
+		t.Fatalf("%v:\n%s", err, r.log.String())
 		return -1
 	}
 }
@@ -441,29 +443,41 @@ func TestRunRejectsBadInput(t *testing.T) {
 		})
 	}
 
-	t.Run("non-audio input file", func(t *testing.T) {
-		if testing.Short() {
-			t.Skip("loads the whisper test model")
-		}
-		cfg := baseConfig(t, "tcp://127.0.0.1:1")
-		var stderr lockedBuffer
-		code := dispatch(context.Background(), []string{"run", "-c", writeConfig(t, cfg), "--input", notAudio, "--drain-timeout", "1s"}, io.Discard, &stderr)
-		if code == 0 || !strings.Contains(stderr.String(), "notes.wav") {
-			t.Fatalf("exit %d, want non-zero naming notes.wav:\n%s", code, stderr.String())
-		}
-	})
-	t.Run("no such microphone", func(t *testing.T) {
-		if testing.Short() {
-			t.Skip("loads the whisper test model")
-		}
-		testaudio.NewVirtualMic(t, testaudio.Silence(100))
-		cfg := baseConfig(t, "tcp://127.0.0.1:1")
-		var stderr lockedBuffer
-		code := dispatch(context.Background(), []string{"run", "-c", writeConfig(t, cfg), "--input", "Jabra Evolve 9000"}, io.Discard, &stderr)
-		if code != 1 || !strings.Contains(stderr.String(), "Jabra Evolve 9000") {
-			t.Fatalf("exit %d, want 1 naming the missing device:\n%s", code, stderr.String())
-		}
-	})
+	// Found by the daemon at start, after the configuration validated.
+	notPEM := write("ca.pem", "not a certificate\n")
+	starts := []struct {
+		name     string
+		mic      bool // a virtual microphone, so that only the named device is missing
+		mod      func(cfg *configs.Config)
+		args     []string
+		wantCode int
+		want     string
+	}{
+		{"non-audio input file", false, nil, []string{"--input", notAudio, "--drain-timeout", "1s"}, exitFailed, "notes.wav"},
+		{"no such microphone", true, nil, []string{"--input", "Jabra Evolve 9000"}, exitFailed, "Jabra Evolve 9000"},
+		{"CA file without certificates", false, func(cfg *configs.Config) {
+			cfg.MQTT.Broker, cfg.MQTT.TLS.CAFile = "ssl://127.0.0.1:1", notPEM
+		}, nil, exitUsage, "ca.pem"},
+	}
+	for _, tt := range starts {
+		t.Run(tt.name, func(t *testing.T) {
+			if testing.Short() {
+				t.Skip("loads the whisper test model")
+			}
+			cfg := baseConfig(t, "tcp://127.0.0.1:1")
+			if tt.mic {
+				testaudio.NewVirtualMic(t, testaudio.Silence(100))
+			}
+			if tt.mod != nil {
+				tt.mod(cfg)
+			}
+			var stderr brokertest.Log
+			code := dispatch(context.Background(), append([]string{"run", "-c", writeConfig(t, cfg)}, tt.args...), io.Discard, &stderr)
+			if code != tt.wantCode || !strings.Contains(stderr.String(), tt.want) {
+				t.Fatalf("exit %d, want %d naming %q:\n%s", code, tt.wantCode, tt.want, stderr.String())
+			}
+		})
+	}
 	t.Run("daemon not running", func(t *testing.T) {
 		out, code := agoractl(t, filepath.Join(dir, "nobody.sock"), "status")
 		if code != 1 || !strings.Contains(out, "not running") || !strings.Contains(out, "nobody.sock") {
@@ -651,15 +665,7 @@ func TestRunPushToTalkThroughAgoractl(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: PortAudio capture, whisper")
 	}
-	jfk, err := audio.ReadFile(testaudio.Clip(t, "fw_jfk.wav"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	testaudio.NewVirtualMic(t, testaudio.Concat(jfk, jfk, jfk, jfk), testaudio.DiscardPlayback())
-	cfg := baseConfig(t, "tcp://127.0.0.1:1")
-	cfg.Input.Source = "default"
-	cfg.Input.HandsFree = false
-	cfg.Input.PTT = configs.PTT{Enabled: true, KeyCode: 164, MaxUtterance: configs.Duration(30 * time.Second)} // no evdev device: agoractl only
+	cfg := pttOnMic(t, "tcp://127.0.0.1:1", 4, 30*time.Second)
 	d := startPacedDaemon(t, cfg)
 
 	time.Sleep(time.Second) // a second of speech is captured and ignored
@@ -705,19 +711,12 @@ func TestRunPushToTalkHeldPastMaxUtterance(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: PortAudio capture, whisper, mosquitto")
 	}
-	jfk, err := audio.ReadFile(testaudio.Clip(t, "fw_jfk.wav"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	testaudio.NewVirtualMic(t, testaudio.Concat(jfk, jfk), testaudio.DiscardPlayback())
 	broker := brokertest.Start(t)
 	sub := broker.Subscribe(t, "agora/v1/inspector-7/utterances")
 	const pieceMax = 2 * time.Second
-	cfg := baseConfig(t, broker.URL())
+	cfg := pttOnMic(t, broker.URL(), 2, pieceMax)
 	cfg.Mode = "feedback" // every piece goes out as an utterance
-	cfg.Input.Source = "default"
-	cfg.Input.HandsFree = false
-	cfg.Input.PTT = configs.PTT{Enabled: true, KeyCode: 164, MaxUtterance: configs.Duration(pieceMax), StuckAfter: configs.Duration(4 * time.Second)}
+	cfg.Input.PTT.StuckAfter = configs.Duration(4 * time.Second)
 	cfg.Transcribe.Threads = 2
 	cfg.Metrics.Listen = freeLoopback(t)
 	model := realWhisperModel()
@@ -830,15 +829,7 @@ func TestRunStopsWithinGraceWhilePushToTalkHeld(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: PortAudio capture, whisper")
 	}
-	jfk, err := audio.ReadFile(testaudio.Clip(t, "fw_jfk.wav"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	testaudio.NewVirtualMic(t, testaudio.Concat(jfk, jfk, jfk, jfk), testaudio.DiscardPlayback())
-	cfg := baseConfig(t, "tcp://127.0.0.1:1")
-	cfg.Input.Source = "default"
-	cfg.Input.HandsFree = false
-	cfg.Input.PTT = configs.PTT{Enabled: true, KeyCode: 164, MaxUtterance: configs.Duration(5 * time.Second)}
+	cfg := pttOnMic(t, "tcp://127.0.0.1:1", 4, 5*time.Second)
 	cfg.Log.Level = "debug"
 	d := startDaemon(t, writeConfig(t, cfg), cfg.Control.Socket)
 	if out, code := agoractl(t, d.socket, "ptt", "down"); code != 0 {

@@ -120,7 +120,7 @@ func TestDeliveryBackend(t *testing.T) {
 	sub := b.Subscribe(t, "agora/v1/dev-db/utterances")
 	st := newStore(t)
 	want := enqueueUtterances(t, st, 3, false, "confirm me")
-	logs := &syncBuf{}
+	logs := &brokertest.Log{}
 	opts := testOptions("dev-db", b.URL())
 	opts.Delivery, opts.AckTimeout, opts.StuckAfter = DeliveryBackend, 400*time.Millisecond, 800*time.Millisecond
 	opts.Logger = slog.New(slog.NewTextHandler(logs, nil))
@@ -269,7 +269,7 @@ func TestACLDenialBackendDelivery(t *testing.T) {
 	opts := testOptions(dev, b.URL())
 	opts.Username, opts.Password = dev, "pw-dev"
 	opts.Delivery, opts.AckTimeout = DeliveryBackend, 500*time.Millisecond
-	logs := &syncBuf{}
+	logs := &brokertest.Log{}
 	opts.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	c := newClient(t, opts, st, nil)
 	runClient(t, c)

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/agora/agorad/buffer"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -97,8 +98,8 @@ func New(version string) *Metrics {
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Series that exist from the start, so rate() and alerts see a zero
 	// rather than nothing.
-	for _, mode := range []string{"listen", "feedback"} {
-		m.utterances.WithLabelValues(mode)
+	for _, mode := range buffer.Modes() {
+		m.utterances.WithLabelValues(string(mode))
 	}
 	for _, p := range []string{"gated", "vad"} {
 		m.vadFrames.WithLabelValues(p)
@@ -115,8 +116,8 @@ func New(version string) *Metrics {
 // Registry is the private registry (for tests and extra collectors).
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
-// Utterance counts one stored utterance in mode ("listen" or "feedback").
-func (m *Metrics) Utterance(mode string) { m.utterances.WithLabelValues(mode).Inc() }
+// Utterance counts one stored utterance in mode; the label is the mode's name.
+func (m *Metrics) Utterance(mode buffer.Mode) { m.utterances.WithLabelValues(string(mode)).Inc() }
 
 // Transcribed records one whisper call: its wall time and the length of the
 // audio it processed. A zero audio duration records no realtime factor.
