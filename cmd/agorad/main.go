@@ -1,7 +1,7 @@
 // Command agorad is the voice-driven edge daemon for inspection hardware.
 // Its subcommands run the daemon (run), transcribe WAV files through the
 // same pipeline (transcribe), list audio devices (devices) and download
-// models (model fetch).
+// models (model fetch) or import them (model import).
 package main
 
 import (
@@ -39,6 +39,7 @@ commands:
   transcribe FILE...       transcribe WAV files: one JSON object per utterance
   devices                  list audio input devices
   model fetch NAME         download a model from the catalog into ./models
+  model import DIR         convert a CTranslate2 (faster-whisper) Whisper model to ggml
   model list               list the models in the catalog
   version                  print the version
   help                     print this help

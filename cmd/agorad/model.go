@@ -6,24 +6,29 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"strings"
 	"text/tabwriter"
+	"time"
 
-	"github.com/agora/agorad/transcribe"
+	"github.com/agora/agorad/transcribe/model"
 )
 
-// cmdModel handles `agorad model fetch NAME [--dir DIR]` and `agorad model list`.
+// cmdModel handles `agorad model fetch NAME [--dir DIR]`, `agorad model
+// import SRC_DIR [--out FILE] [--type T]` and `agorad model list`.
 func cmdModel(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: agorad model fetch NAME [--dir DIR] | agorad model list")
+		fmt.Fprintln(stderr, "usage: agorad model fetch NAME [--dir DIR] | agorad model import SRC_DIR [--out FILE] [--type f16|f32|q8_0] | agorad model list")
 		return exitUsage
 	}
 	switch args[0] {
 	case "fetch":
 		return cmdModelFetch(ctx, args[1:], stdout, stderr, http.DefaultClient)
+	case "import":
+		return cmdModelImport(args[1:], stdout, stderr)
 	case "list":
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "NAME\tKIND\tFILE\tSIZE")
-		for _, e := range transcribe.Catalog {
+		for _, e := range model.Catalog {
 			size := "?"
 			if e.Size > 0 {
 				size = fmt.Sprintf("%.0f MB", float64(e.Size)/1e6)
@@ -33,7 +38,7 @@ func cmdModel(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		tw.Flush()
 		return exitOK
 	default:
-		fmt.Fprintf(stderr, "agorad model: unknown subcommand %q (want fetch or list)\n", args[0])
+		fmt.Fprintf(stderr, "agorad model: unknown subcommand %q (want fetch, import or list)\n", args[0])
 		return exitUsage
 	}
 }
@@ -61,11 +66,11 @@ func cmdModelFetch(ctx context.Context, args []string, stdout, stderr io.Writer,
 		fmt.Fprintln(stderr, "agorad model fetch: give exactly one model NAME (agorad model list shows them)")
 		return exitUsage
 	}
-	e, ok := transcribe.LookupCatalog(names[0])
+	e, ok := model.Lookup(names[0])
 	if ok {
 		fmt.Fprintf(stderr, "fetching %s from %s\n", e.File, e.URL)
 	}
-	path, err := transcribe.Fetch(ctx, names[0], *dir, client)
+	path, err := model.Fetch(ctx, names[0], *dir, client)
 	if err != nil {
 		fmt.Fprintf(stderr, "agorad model fetch: %v\n", err)
 		if !ok {
@@ -74,5 +79,43 @@ func cmdModelFetch(ctx context.Context, args []string, stdout, stderr io.Writer,
 		return exitFailed
 	}
 	fmt.Fprintln(stdout, path)
+	return exitOK
+}
+
+func cmdModelImport(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("agorad model import", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	out := fs.String("out", "ggml-model.bin", "ggml file to write")
+	typ := fs.String("type", model.TypeF16, "weight type: "+strings.Join(model.ImportTypes, ", "))
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: agorad model import SRC_DIR [--out FILE] [--type T]\n\n"+
+			"Converts a CTranslate2 Whisper model directory (faster-whisper's format: model.bin,\n"+
+			"config.json, vocabulary.json/.txt or tokenizer.json) into a ggml file whisper.cpp loads.")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		return usageCode(err)
+	}
+	var srcs []string
+	for fs.NArg() > 0 {
+		srcs = append(srcs, fs.Arg(0))
+		if err := fs.Parse(fs.Args()[1:]); err != nil {
+			return usageCode(err)
+		}
+	}
+	if len(srcs) != 1 {
+		fmt.Fprintln(stderr, "agorad model import: give exactly one CTranslate2 model directory")
+		return exitUsage
+	}
+	res, err := model.Import(srcs[0], *out, *typ)
+	if err != nil {
+		fmt.Fprintf(stderr, "agorad model import: %v\n", err)
+		return exitFailed
+	}
+	h := res.Header
+	fmt.Fprintf(stderr, "imported %s: %d tensors, %s weights, %d mels, vocab %d (from %s), %d/%d layers, %.1f MB in %s\n",
+		srcs[0], res.Tensors, res.Type, h.NMels, h.NVocab, res.Vocab, h.NAudioLayer, h.NTextLayer,
+		float64(res.Bytes)/1e6, res.Duration.Round(time.Millisecond))
+	fmt.Fprintf(stdout, "%s  %s\n", res.SHA256, res.Path)
 	return exitOK
 }

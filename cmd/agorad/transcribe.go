@@ -17,6 +17,7 @@ import (
 	"github.com/agora/agorad/audio/segment"
 	"github.com/agora/agorad/audio/vad"
 	"github.com/agora/agorad/transcribe"
+	"github.com/agora/agorad/transcribe/model"
 	"github.com/agora/agorad/wake"
 )
 
@@ -49,7 +50,7 @@ type pipeline interface {
 type realPipeline struct{}
 
 func (realPipeline) Resolve(kind, name, path string) (string, error) {
-	return transcribe.ResolveModel(kind, name, path)
+	return model.Resolve(kind, name, path)
 }
 
 func (realPipeline) Transcriber(opts transcribe.Options) (utteranceTranscriber, error) {
@@ -89,7 +90,7 @@ func cmdTranscribe(ctx context.Context, args []string, stdout, stderr io.Writer,
 	vadModel := fs.String("vad-model", "", "Silero VAD model: catalog name or path (default "+strings.Join(defaultVADModels, ", then ")+")")
 	lang := fs.String("lang", "auto", "language: nl, en or auto")
 	threads := fs.Int("threads", 0, "whisper threads (0: all cores)")
-	prompt := fs.String("prompt", "", `initial prompt for whisper (default "`+transcribe.DefaultInitialPrompt+`"; "-" for none)`)
+	prompt := fs.String("prompt", "", "initial prompt for whisper (default none)")
 	verbose := fs.Bool("v", false, "log debug details (whisper's own logging included) on stderr")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: agorad transcribe [flags] FILE...\n\nWrites one JSON object per utterance on stdout.")
@@ -206,6 +207,20 @@ func transcribeFile(ctx context.Context, file string, det prober, tr utteranceTr
 		return err
 	}
 	defer src.Close()
+	return transcribeSource(ctx, file, src, det, tr, rules, enc)
+}
+
+// transcribeSamples runs 16 kHz mono samples, named file in the output,
+// through the pipeline.
+func transcribeSamples(ctx context.Context, file string, samples []float32, det prober, tr utteranceTranscriber, rules *wake.Rules, enc *json.Encoder) error {
+	src := audio.NewSliceSource(samples, 0, time.Now())
+	defer src.Close()
+	return transcribeSource(ctx, file, src, det, tr, rules, enc)
+}
+
+// transcribeSource runs a 16 kHz mono source, named file in the output,
+// through the pipeline.
+func transcribeSource(ctx context.Context, file string, src audio.Source, det prober, tr utteranceTranscriber, rules *wake.Rules, enc *json.Encoder) error {
 	det.Reset() // each file is its own stream
 	seg, err := segment.New(det, segment.DefaultConfig())
 	if err != nil {

@@ -13,7 +13,7 @@ import (
 	"github.com/agora/agorad/audio"
 	"github.com/agora/agorad/audio/segment"
 	"github.com/agora/agorad/audio/vad"
-	"github.com/agora/agorad/transcribe"
+	"github.com/agora/agorad/transcribe/model"
 )
 
 // inputKind is what the configured input source is.
@@ -58,7 +58,7 @@ func (sp *speech) source(ctx context.Context, kind inputKind) (audio.Source, err
 // captureLoop reads audio and cuts it into utterances: by voice activity
 // when hands-free, and by the push-to-talk key while it is held.
 func (sp *speech) captureLoop(ctx context.Context, kind inputKind) error {
-	vadPath, err := transcribe.ResolveModelIn("vad", sp.cfg.Models.VAD, sp.cfg.ModelsDir())
+	vadPath, err := model.ResolveIn("vad", sp.cfg.Models.VAD, sp.cfg.ModelsDir())
 	if err != nil {
 		return err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/agora/agorad/audio"
 	"github.com/agora/agorad/cmd/agorad/internal/evdev"
 	"github.com/agora/agorad/transcribe"
+	"github.com/agora/agorad/transcribe/model"
 )
 
 // Transcriber turns one utterance into text (*transcribe.Transcriber).
@@ -67,7 +68,7 @@ func (sp *speech) needsWhisper(kind inputKind) bool {
 }
 
 func (sp *speech) loadWhisper() error {
-	path, err := transcribe.ResolveModelIn("whisper", sp.cfg.Models.Whisper, sp.cfg.ModelsDir())
+	path, err := model.ResolveIn("whisper", sp.cfg.Models.Whisper, sp.cfg.ModelsDir())
 	if err != nil {
 		return err
 	}
