@@ -65,7 +65,7 @@ func (s *Store) ListenCount() (int, error) {
 	if s.closed {
 		return 0, fmt.Errorf("count listen buffer: %w", ErrClosed)
 	}
-	return s.acct.count[areaListen], nil
+	return s.acct.n(areaListen), nil
 }
 
 // ListListen returns up to limit records (all when limit <= 0), in Seq order.

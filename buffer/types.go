@@ -54,6 +54,15 @@ type Entry struct {
 	CreatedAt time.Time `json:"created_at"`
 	Offline   bool      `json:"offline"`
 	Body      []byte    `json:"body"`
+
+	// Unreadable is set when the stored entry could not be read or decoded
+	// (damage): ID is then a stand-in naming its place ("unreadable-<lane>-
+	// <seq>", accepted by Delete), Kind is empty and Body holds whatever
+	// bytes were read. The uplink sends it as a dead letter so that the
+	// queue moves on and the loss is visible to the backend.
+	Unreadable string `json:"unreadable,omitempty"`
+	// StoreID is the store's incarnation (Store.StoreID), set by Pending.
+	StoreID string `json:"store_id,omitempty"`
 }
 
 // BatchBody is the outbox Body of a KindBatch entry: a flushed listen

@@ -114,6 +114,10 @@ type Storage struct {
 	MaxItems       int    `yaml:"max_items"`
 	Sync           string `yaml:"sync"`            // always | interval | none
 	AudioRetention string `yaml:"audio_retention"` // drop | keep
+	// EncryptionKeyFile turns on encryption at rest (AES, the whole store):
+	// 16/24/32 raw bytes or 32/48/64 hex digits; $VARIABLES are expanded,
+	// e.g. ${CREDENTIALS_DIRECTORY}/agorad-store-key (systemd credentials).
+	EncryptionKeyFile string `yaml:"encryption_key_file"`
 }
 
 // MQTT is the uplink to the backend.

@@ -6,6 +6,7 @@
 #   portaudio19-dev              microphone capture and earcon playback
 #   mosquitto, mosquitto-clients MQTT broker for tests and benchmarks
 #   espeak-ng, sox, alsa-utils   synthetic speech, audio conversion, the ALSA file microphone
+#   nats-server                  MQTT broker + JetStream for the bridge's fleet tests (bookworm 2.9.10)
 #   libasound2-plugins           (not needed: the file plugin is in libasound2 itself)
 #
 # Set AGORAD_DEPS_TEST=0 to skip the test-only packages on a production device.
@@ -52,7 +53,7 @@ PIN
 fi
 
 pkgs_run=(portaudio19-dev pkg-config mosquitto mosquitto-clients alsa-utils)
-pkgs_test=(espeak-ng sox libsox-fmt-all)
+pkgs_test=(espeak-ng sox libsox-fmt-all nats-server)
 want=("${pkgs_run[@]}")
 if [ "${AGORAD_DEPS_TEST:-1}" != 0 ]; then want+=("${pkgs_test[@]}"); fi
 

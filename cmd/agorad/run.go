@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agora/agorad/buffer"
 	"github.com/agora/agorad/cmd/agorad/internal/daemon"
 	"github.com/agora/agorad/configs"
 )
@@ -114,6 +115,8 @@ func runExitCode(err error) int {
 		return exitUsage
 	case errors.Is(err, daemon.ErrUndrained):
 		return exitUndrained
+	case errors.Is(err, buffer.ErrDamaged), errors.Is(err, buffer.ErrRolledBack), errors.Is(err, buffer.ErrKey):
+		return exitStore
 	default:
 		return exitFailed
 	}

@@ -73,10 +73,17 @@ func newDaemon(o Options) (*Daemon, error) {
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create state dir %s: %w", cfg.StateDir, err)
 	}
+	var key []byte
+	if cfg.Storage.EncryptionKeyFile != "" {
+		if key, err = buffer.ReadKeyFile(cfg.Storage.EncryptionKeyFile); err != nil {
+			return nil, fmt.Errorf("storage.encryption_key_file: %w: %w", buffer.ErrKey, err)
+		}
+	}
 	d.store, err = buffer.Open(filepath.Join(cfg.StateDir, "store"), buffer.Options{
 		MaxBytes: cfg.Storage.MaxBytes, MaxItems: cfg.Storage.MaxItems,
 		Sync: cfg.Storage.Sync, AudioRetention: cfg.Storage.AudioRetention,
-		Logger: log,
+		EncryptionKey: key,
+		Logger:        log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)

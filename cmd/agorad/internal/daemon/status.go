@@ -111,7 +111,8 @@ func (rep *status) health() metrics.Health {
 
 func (rep *status) protocol() protocol.Status {
 	n, _ := rep.store.ListenCount()
-	return protocol.Status{Mode: string(rep.router.Mode()), Buffered: n, Version: rep.version, Model: rep.speech.model, UpdatedAt: time.Now()}
+	return protocol.Status{Mode: string(rep.router.Mode()), Buffered: n, Version: rep.version, Model: rep.speech.model,
+		StoreID: rep.store.StoreID(), UpdatedAt: time.Now()}
 }
 
 // control is the status agoractl shows.
