@@ -133,6 +133,9 @@ type MQTT struct {
 	ReconnectMin     Duration `yaml:"reconnect_min"`
 	ReconnectMax     Duration `yaml:"reconnect_max"`
 	BatchAckRequired bool     `yaml:"batch_ack_required"`
+	Delivery         string   `yaml:"delivery"`    // broker | backend
+	AckTimeout       Duration `yaml:"ack_timeout"` // backend acks: re-publish after
+	StuckAfter       Duration `yaml:"stuck_after"` // outbox head waiting this long online: warn
 }
 
 // TLS files for the broker connection.

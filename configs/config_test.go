@@ -445,3 +445,46 @@ func TestModelsDir(t *testing.T) {
 		t.Fatalf("ModelsDir = %s", got)
 	}
 }
+
+// Issue 9, item 7: a 0644 password_file or a world-readable config holding
+// a password gives a warning naming the file; 0600 gives none.
+func TestSecretWarnings(t *testing.T) {
+	dir := t.TempDir()
+	pw := filepath.Join(dir, "pw")
+	cfgPW := filepath.Join(dir, "with-password.yaml")
+	cfgFile := filepath.Join(dir, "with-file.yaml")
+	os.WriteFile(cfgPW, []byte("mqtt:\n  password: s3cret\n"), 0o644)
+	os.WriteFile(cfgFile, []byte("mqtt:\n  password_file: "+pw+"\n"), 0o644)
+	for _, tc := range []struct {
+		name       string
+		cfg        string
+		pwMode     os.FileMode
+		cfgMode    os.FileMode
+		wantSubstr string // "" means no warning
+	}{
+		{"password_file 0644", cfgFile, 0o644, 0o644, "mqtt.password_file: " + pw + " has mode 0644"},
+		{"password_file 0600", cfgFile, 0o600, 0o644, ""},
+		{"config with password 0644", cfgPW, 0o600, 0o644, "holds mqtt.password and has mode 0644"},
+		{"config with password 0640", cfgPW, 0o600, 0o640, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.WriteFile(pw, []byte("s3cret\n"), tc.pwMode)
+			os.Chmod(pw, tc.pwMode)
+			os.Chmod(tc.cfg, tc.cfgMode)
+			c, err := Load(tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := c.SecretWarnings(tc.cfg)
+			if tc.wantSubstr == "" {
+				if len(w) != 0 {
+					t.Errorf("warnings %q, want none", w)
+				}
+				return
+			}
+			if len(w) != 1 || !strings.Contains(w[0], tc.wantSubstr) {
+				t.Errorf("warnings %q, want one containing %q", w, tc.wantSubstr)
+			}
+		})
+	}
+}

@@ -68,6 +68,11 @@ func (c *Config) Validate() error {
 		bad("input.source", `is empty (use "default", a device name or index, a .wav path, or "none")`)
 	case strings.HasSuffix(strings.ToLower(src), ".wav"):
 		fileExists("input.source", src)
+		// A FIFO or device would block the daemon (a FIFO with no writer
+		// blocks the open itself); live audio is a capture device.
+		if st, err := os.Stat(src); err == nil && !st.IsDir() && !st.Mode().IsRegular() {
+			bad("input.source", "%s is not a regular file (%s): a WAV input must be a file; use a capture device for live audio", src, st.Mode().Type())
+		}
 	}
 	if k := c.Input.PTT.KeyCode; k < 1 || k > 767 {
 		bad("input.ptt.key_code", "%d not in 1..767 (linux/input-event-codes.h)", k)
@@ -153,6 +158,9 @@ func (c *Config) Validate() error {
 	durBetween("mqtt.keepalive", m.Keepalive, 5*time.Second, time.Hour)
 	durBetween("mqtt.reconnect_min", m.ReconnectMin, 100*time.Millisecond, time.Hour)
 	durBetween("mqtt.reconnect_max", m.ReconnectMax, 100*time.Millisecond, 24*time.Hour)
+	oneOf("mqtt.delivery", m.Delivery, "broker", "backend")
+	durBetween("mqtt.ack_timeout", m.AckTimeout, time.Second, 24*time.Hour)
+	durBetween("mqtt.stuck_after", m.StuckAfter, time.Second, 7*24*time.Hour)
 	if m.ReconnectMax < m.ReconnectMin {
 		bad("mqtt.reconnect_max", "%s is below mqtt.reconnect_min (%s)", m.ReconnectMax, m.ReconnectMin)
 	}

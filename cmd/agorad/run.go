@@ -78,6 +78,9 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	logger := cfg.Log.NewLogger(stderr, level)
 	slog.SetDefault(logger)
+	for _, w := range cfg.SecretWarnings(*cfgPath) {
+		logger.Warn("configuration: secret readable by others", "problem", w)
+	}
 
 	reload := make(chan struct{}, 1)
 	hup := make(chan os.Signal, 1)

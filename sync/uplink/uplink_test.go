@@ -551,8 +551,40 @@ func TestTLS(t *testing.T) {
 	}
 }
 
+// Issue 9, item 7: an expired client certificate gave only "connection
+// reset by peer". The connect error now says the certificate expired, when,
+// and that the broker refuses it.
+func TestExpiredClientCertificate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real mosquitto")
+	}
+	dir := t.TempDir()
+	ca, caKey := makeCert(t, dir, "ca", nil, nil)
+	makeCert(t, dir, "server", ca, caKey)
+	expired := time.Now().Add(-time.Hour).Truncate(time.Second)
+	makeCertValid(t, dir, "client", ca, caKey, expired.Add(-24*time.Hour), expired)
+	f := func(n string) string { return filepath.Join(dir, n) }
+	b := brokertest.Start(t, brokertest.WithTLS(f("ca.pem"), f("server.pem"), f("server.key"), true))
+	logs := &brokertest.Log{}
+	opts := testOptions("dev-x509", b.URL())
+	opts.CAFile, opts.CertFile, opts.KeyFile = f("ca.pem"), f("client.pem"), f("client.key")
+	opts.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	c := newClient(t, opts, newStore(t), nil)
+	runUntil(t, c, "connect refused", func() bool { return c.Stats().ConnectFailures >= 1 })
+	want := "client certificate " + f("client.pem") + " expired at " + expired.UTC().Format(time.RFC3339)
+	if !strings.Contains(logs.String(), want) {
+		t.Errorf("log does not say %q:\n%s", want, logs.String())
+	}
+}
+
 // makeCert writes name.pem and name.key; a nil parent makes a self-signed CA.
 func makeCert(t *testing.T, dir, name string, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) (*x509.Certificate, *ecdsa.PrivateKey) {
+	t.Helper()
+	return makeCertValid(t, dir, name, parent, parentKey, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+}
+
+// makeCertValid is makeCert with a validity period.
+func makeCertValid(t *testing.T, dir, name string, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, notBefore, notAfter time.Time) (*x509.Certificate, *ecdsa.PrivateKey) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -561,7 +593,7 @@ func makeCert(t *testing.T, dir, name string, parent *x509.Certificate, parentKe
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(time.Now().UnixNano()),
 		Subject:      pkix.Name{CommonName: "agorad test " + name},
-		NotBefore:    time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		NotBefore:    notBefore, NotAfter: notAfter,
 		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,

@@ -72,6 +72,15 @@ type Status struct {
 	Speaking       string         `json:"speaking,omitempty"` // id of the reply being spoken
 	RepliesWaiting int            `json:"replies_waiting"`    // replies queued or held, not yet spoken
 	Speech         string         `json:"speech,omitempty"`   // synthesis engine and voices, or why speech is off
+	// Unconfirmed: entries the broker accepted but the backend has not
+	// confirmed within mqtt.ack_timeout (mqtt.delivery: backend).
+	Unconfirmed int `json:"unconfirmed"`
+	// StuckSeconds: how long the oldest outbox entry has waited while
+	// online, once past mqtt.stuck_after (0 otherwise).
+	StuckSeconds float64 `json:"stuck_seconds,omitempty"`
+	// Problems are degraded parts that do not stop the voice path (a
+	// metrics listener that could not bind, ...).
+	Problems []string `json:"problems,omitempty"`
 }
 
 // LastUtterance is the most recent transcription.

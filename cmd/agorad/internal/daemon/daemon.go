@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -112,8 +111,9 @@ func newDaemon(o Options) (*Daemon, error) {
 		CAFile: cfg.MQTT.TLS.CAFile, CertFile: cfg.MQTT.TLS.CertFile, KeyFile: cfg.MQTT.TLS.KeyFile,
 		KeepAlive: cfg.MQTT.Keepalive.D(), BackoffMin: cfg.MQTT.ReconnectMin.D(), BackoffMax: cfg.MQTT.ReconnectMax.D(),
 		BatchAckRequired: cfg.MQTT.BatchAckRequired,
-		Status:           d.status.protocol,
-		Logger:           log,
+		Delivery:         cfg.MQTT.Delivery, AckTimeout: cfg.MQTT.AckTimeout.D(), StuckAfter: cfg.MQTT.StuckAfter.D(),
+		Status: d.status.protocol,
+		Logger: log,
 	}, d.store, d.cmds)
 	if err != nil {
 		d.close()
@@ -177,25 +177,21 @@ func (d *Daemon) run(ctx context.Context) error {
 	defer stopServices()
 	svc, svcCtx := errgroup.WithContext(svcCtx)
 
-	// Both listeners first, so a port or socket in use fails the start
-	// before any goroutine runs.
-	var mln net.Listener
-	if cfg.Metrics.Listen != "" {
-		var err error
-		if mln, err = metrics.Listen(cfg.Metrics.Listen); err != nil {
-			return fmt.Errorf("metrics: %w", err)
-		}
-	}
+	// The control socket first, so a socket in use fails the start before
+	// any goroutine runs. The metrics endpoint is auxiliary: a port in use
+	// is an error in the log, health and metrics, retried, never a stop.
 	ln, err := control.Listen(cfg.Control.Socket)
 	if err != nil {
-		if mln != nil {
-			mln.Close()
-		}
 		return fmt.Errorf("control socket: %w", err)
 	}
-	svc.Go(func() error { return control.Serve(svcCtx, ln, d.cmds) })
-	if mln != nil {
-		svc.Go(func() error { return d.met.Serve(svcCtx, mln, d.status.health) })
+	svc.Go(func() error {
+		return control.Serve(svcCtx, ln, d.cmds, control.ServeOptions{Logger: d.log.With("component", "control"),
+			OnAcceptError: func(error) { d.met.ListenerError("control") }})
+	})
+	if cfg.Metrics.Listen != "" {
+		svc.Go(func() error {
+			return d.met.ListenAndServe(svcCtx, cfg.Metrics.Listen, d.status.health, d.log.With("component", "metrics"))
+		})
 	}
 	svc.Go(func() error { return d.up.Run(svcCtx) })
 	svc.Go(func() error { d.status.watchOnline(svcCtx); return nil })
