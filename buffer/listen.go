@@ -19,6 +19,9 @@ func (s *Store) AppendListen(rec Record) (Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	audioID := rec.AudioID
+	if rec.KeepJournal {
+		audioID = "" // linked, not consumed: more text from it follows
+	}
 	val, err := s.prepareRecord(&rec)
 	if err != nil {
 		return Record{}, fmt.Errorf("append to listen buffer: %w", err)

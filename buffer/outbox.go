@@ -106,6 +106,9 @@ func (s *Store) EnqueueUtterance(rec Record) (Entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	audioID := rec.AudioID
+	if rec.KeepJournal {
+		audioID = "" // linked, not consumed: more text from it follows
+	}
 	body, err := s.prepareRecord(&rec)
 	if err != nil {
 		return Entry{}, fmt.Errorf("%s: %w", what, err)

@@ -36,6 +36,11 @@ type Record struct {
 	Offline    bool      `json:"offline"`            // produced while the uplink was down
 	AudioID    string    `json:"audio_id,omitempty"` // journal key when audio is retained
 	CreatedAt  time.Time `json:"created_at"`         // when the store accepted it
+	// KeepJournal stores the record without consuming AudioID's journal
+	// entry: more text from the same audio follows (the words before
+	// "agora"), and the audio must stay journaled until the last of it is
+	// stored. Not stored.
+	KeepJournal bool `json:"-"`
 }
 
 // Entry is one outbox message waiting for delivery. Body is the kind-specific

@@ -8,7 +8,8 @@
 #   procps                       /bin/kill, named by the unit (systemd-analyze verify)
 #   portaudio19-dev              microphone capture and earcon playback
 #   mosquitto, mosquitto-clients MQTT broker for tests and benchmarks
-#   espeak-ng, sox, alsa-utils   synthetic speech, audio conversion, the ALSA file microphone
+#   espeak-ng                    speaks the replies (run time); synthetic speech in tests
+#   sox, alsa-utils              audio conversion, the ALSA file microphone
 #   nats-server                  MQTT broker + JetStream for the bridge's fleet tests (bookworm 2.9.10)
 #   libasound2-plugins           (not needed: the file plugin is in libasound2 itself)
 #
@@ -55,8 +56,9 @@ PIN
   fi
 fi
 
-pkgs_run=(portaudio19-dev pkg-config mosquitto mosquitto-clients alsa-utils gcc binutils make procps)
-pkgs_test=(espeak-ng sox libsox-fmt-all nats-server)
+# espeak-ng speaks the backend's replies (run as its own process, never linked).
+pkgs_run=(portaudio19-dev pkg-config mosquitto mosquitto-clients alsa-utils espeak-ng gcc binutils make procps)
+pkgs_test=(sox libsox-fmt-all nats-server)
 want=("${pkgs_run[@]}")
 if [ "${AGORAD_DEPS_TEST:-1}" != 0 ]; then want+=("${pkgs_test[@]}"); fi
 

@@ -121,17 +121,30 @@ func TestRunBinary(t *testing.T) {
 	if reply.Type != "reply" || reply.InReplyTo != u.ID || reply.Text != "echo: is this weld ok" || msgs[0].Topic != "agora/v1/hh-1/commands" {
 		t.Errorf("first command %s on %s", msgs[0].Payload, msgs[0].Topic)
 	}
-	resp, err := http.Get("http://" + metrics + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	for _, want := range []string{`agora_bridge_runs_total{result="ok"}`, "agora_bridge_run_duration_seconds_bucket",
-		`agora_bridge_device_lag_seconds{device="hh-1"}`, `agora_bridge_messages_total{outcome="run",type="utterance"}`} {
-		if !strings.Contains(string(body), want) {
-			t.Errorf("metrics lack %s", want)
+	// The hand-over metrics are set just after the ack is confirmed, which
+	// the subscriber may see first: scrape until they are there.
+	wantMetrics := []string{`agora_bridge_runs_total{result="ok"}`, "agora_bridge_run_duration_seconds_bucket",
+		`agora_bridge_device_lag_seconds{device="hh-1"}`, `agora_bridge_messages_total{outcome="run",type="utterance"}`}
+	var missing []string
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(100 * time.Millisecond) {
+		resp, err := http.Get("http://" + metrics + "/metrics")
+		if err != nil {
+			t.Fatal(err)
 		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		missing = missing[:0]
+		for _, want := range wantMetrics {
+			if !strings.Contains(string(body), want) {
+				missing = append(missing, want)
+			}
+		}
+		if len(missing) == 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	for _, m := range missing {
+		t.Errorf("metrics lack %s", m)
 	}
 	cmd.Process.Signal(syscall.SIGTERM)
 	if err := cmd.Wait(); err != nil {

@@ -12,6 +12,8 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+
+	"github.com/agora/agorad/audio"
 )
 
 // version is set at build time: -ldflags "-X main.version=1.2.3".
@@ -27,6 +29,9 @@ const (
 )
 
 func main() {
+	if err := audio.ReexecForPortAudio(); err != nil {
+		fmt.Fprintf(os.Stderr, "agorad: %v (going on: a PortAudio stream open may abort the process)\n", err)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

@@ -79,6 +79,9 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	logger := cfg.Log.NewLogger(stderr, level)
 	slog.SetDefault(logger)
+	for _, w := range cfg.SecretWarnings(*cfgPath) {
+		logger.Warn("configuration: secret readable by others", "problem", w)
+	}
 
 	defer sdnotify.HandleWatchdogAbort(logger)()
 

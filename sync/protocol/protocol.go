@@ -136,6 +136,9 @@ type AckBody struct {
 	OK          bool   `json:"ok"`
 	Error       string `json:"error,omitempty"`
 	Mode        string `json:"mode,omitempty"` // the mode after a set_mode
+	// Outcome answers a reply command: spoken, interrupted, expired, held
+	// (an interim answer, followed by another ack) or failed (Error says why).
+	Outcome string `json:"outcome,omitempty"`
 }
 
 // EventBody is the outbox Body of a buffer.KindEvent entry.
