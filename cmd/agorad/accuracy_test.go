@@ -27,8 +27,11 @@ import (
 
 // Thresholds, from the measured figures (issue 15's note) plus a margin.
 var (
-	maxWERTinyEn    = map[string]float64{wer.Sentences: 10, wer.Commands: 30, wer.WakeWords: 35}
-	maxWERTinyEnAll = 20.0
+	// Measured (tiny.en, f16, greedy): sentences 6.3 %, commands 26.3 %,
+	// wake words 20.8 %, all 13.5 %; faster-whisper int8 on the same
+	// weights 6.3 / 25.5 / 25.0 / 13.5 %.
+	maxWERTinyEn    = map[string]float64{wer.Sentences: 9, wer.Commands: 30, wer.WakeWords: 26}
+	maxWERTinyEnAll = 16.5
 	// maxLangErrors: English commands that base may label Dutch.
 	maxLangErrors = 2
 	// minWakeHits: wake phrases (of 11) detected in the espeak-ng sentences.
