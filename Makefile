@@ -7,7 +7,7 @@ export CGO_LDFLAGS := -L$(SHIM_DIR) $(CGO_LDFLAGS)
 GO ?= go
 PKGS := ./...
 
-.PHONY: all deps shim build test test-short vet fmt run bench clean models
+.PHONY: all deps shim build test test-short vet fmt run bench clean reference-graph refgraph-venv refgraph-test models
 
 all: build
 
@@ -30,7 +30,7 @@ vet: shim
 # The README's test command: installs what is missing, then vet, gofmt and
 # every test on the real components (PortAudio via the ALSA file plugin,
 # whisper.cpp, Silero VAD, Badger, mosquitto).
-test: deps shim vet
+test: deps shim vet refgraph-test
 	@$(MAKE) --no-print-directory models || echo "make test: no real Whisper models (models/UNAVAILABLE says why): the accuracy tests will skip"
 	$(GO) test -count=1 -timeout 40m $(PKGS)
 
@@ -60,6 +60,19 @@ run: deps build
 	  ./build/bin/agorad model fetch silero-v6.2.0 --dir models || exit 1; fi
 	./build/bin/agorad run -c configs/agorad.yaml --input $(INPUT) $(if $(WHISPER),--model $(WHISPER)) \
 	  --state-dir $(STATE_DIR) --socket $(SOCKET) --broker $(BROKER)
+
+# The reference AGORA graph (refgraph/, Python): installed once into
+# refgraph/.venv, served over AG-UI at http://127.0.0.1:$(PORT)/agui until SIGTERM.
+reference-graph:
+	@test -n "$(PORT)" || { echo "usage: make reference-graph PORT=N" >&2; exit 2; }
+	bash scripts/refgraph.sh serve $(PORT)
+
+# Install only; the last line printed is the venv's python (for Go tests).
+refgraph-venv:
+	@bash scripts/refgraph.sh venv
+
+refgraph-test:
+	bash scripts/refgraph.sh test
 
 bench: build
 	bash bench/run.sh

@@ -163,9 +163,17 @@ func (c *capture) run(ctx context.Context, log *slog.Logger, stream *portaudio.S
 
 // Read returns the next chunk. After the capture's context ends it returns
 // what was already captured, then io.EOF; after Close, io.EOF at once.
+//
+// A reader whose ctx has ended gets ctx's error even while chunks are
+// waiting: a device that delivers faster than it is read (the unpaced ALSA
+// file plugin, a backlog after a stall) must not keep a stopping reader
+// busy.
 func (c *capture) Read(ctx context.Context) (Chunk, error) {
 	if c.closed.Load() {
 		return Chunk{}, io.EOF
+	}
+	if err := ctx.Err(); err != nil {
+		return Chunk{}, err
 	}
 	select {
 	case ch := <-c.chunks:

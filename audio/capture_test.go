@@ -243,3 +243,33 @@ func TestCaptureStops(t *testing.T) {
 		t.Errorf("read after Close: %v, want io.EOF", err)
 	}
 }
+
+// TestCaptureReadHonoursCancelWithBacklog: the file-plugin microphone
+// delivers far faster than real time, so chunks are always waiting; a reader
+// whose context ends must still stop at once (a stopping daemon otherwise
+// kept reading a stuck push-to-talk press past SIGTERM).
+func TestCaptureReadHonoursCancelWithBacklog(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real PortAudio capture")
+	}
+	testaudio.NewVirtualMic(t, testaudio.Silence(500))
+	src, err := audio.OpenCapture(context.Background(), audio.CaptureOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer src.Close()
+	if _, err := src.Read(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond) // let the unpaced capture fill its queue
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	for i := range 3 {
+		if _, err := src.Read(ctx); !errors.Is(err, context.Canceled) {
+			t.Fatalf("read %d with a cancelled context: err %v, want context.Canceled", i, err)
+		}
+	}
+	if _, err := src.Read(context.Background()); err != nil {
+		t.Errorf("read with a live context after the cancelled ones: %v", err)
+	}
+}

@@ -101,3 +101,27 @@ func decodeAudio(id string, v []byte) (JournaledAudio, error) {
 	}
 	return a, nil
 }
+
+// prepareRecord fills ID, Seq and CreatedAt and encodes the record. Called
+// with s.mu held, so s.seq+1 is the sequence the write will use.
+func (s *Store) prepareRecord(rec *Record) ([]byte, error) {
+	if rec.ID == "" {
+		id, err := newID()
+		if err != nil {
+			return nil, err
+		}
+		rec.ID = id
+	}
+	rec.Seq = s.seq + 1
+	rec.CreatedAt = time.Now().UTC()
+	if s.opts.AudioRetention == RetainDrop {
+		// The audio goes away with this write; don't point at it. (Callers
+		// keep the journal ID to consume it.)
+		rec.AudioID = ""
+	}
+	v, err := json.Marshal(rec)
+	if err != nil {
+		return nil, fmt.Errorf("encode record: %w", err)
+	}
+	return v, nil
+}

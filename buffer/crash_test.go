@@ -37,12 +37,12 @@ func TestCrashChild(t *testing.T) {
 	for i := 0; ; i++ {
 		switch {
 		case i%37 == 36:
-			e, ok, err := s.FlushListen(false)
+			e, n, err := s.FlushListen(false)
 			if err != nil {
 				ack("ERR flush %v", err)
 				os.Exit(1)
 			}
-			if ok {
+			if n > 0 {
 				ack("F %d", e.Seq)
 			}
 		case i%5 == 4:
@@ -180,7 +180,7 @@ func verifyAfterCrash(t *testing.T, round int, dir string, listenAcked, entryAck
 		}
 		entrySeen[e.Seq] = true
 		if e.Kind == KindBatch {
-			var b batchBody
+			var b BatchBody
 			if err := json.Unmarshal(e.Body, &b); err != nil {
 				t.Fatalf("round %d: batch %d: %v", round, e.Seq, err)
 			}

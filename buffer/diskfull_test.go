@@ -95,7 +95,7 @@ func TestDiskFull(t *testing.T) {
 	// A flush needs room for the batch (here a 1 MiB value-log file each):
 	// it either fits or is refused whole, losing nothing.
 	for {
-		e, ok, err := s.FlushListen(false)
+		e, n, err := s.FlushListen(false)
 		if errors.Is(err, ErrDiskFull) {
 			t.Logf("flush refused on the nearly full disk: %v", err)
 			break
@@ -103,10 +103,13 @@ func TestDiskFull(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if !ok {
+		if n == 0 {
 			break
 		}
 		b := decodeBatch(t, e)
+		if b.Count != n {
+			t.Fatalf("FlushListen said %d records, the batch holds %d", n, b.Count)
+		}
 		t.Logf("flushed a batch of %d", b.Count)
 		acked = acked[b.Count:]
 	}

@@ -130,3 +130,40 @@ func (s *Store) DropAudio(id string) error {
 		}, nil
 	})
 }
+
+// consumeAudio removes the journal entry of audioID in txn now that its text
+// is stored: deleted (retention drop) or moved to retained audio (keep).
+// The returned func updates the accounting after commit.
+func (s *Store) consumeAudio(txn *badger.Txn, audioID string) (func(), error) {
+	if audioID == "" {
+		return func() {}, nil
+	}
+	jk := journalKey(audioID)
+	item, err := txn.Get(jk)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return func() {}, nil // already dropped or never journaled
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read journaled audio %s: %w", audioID, err)
+	}
+	size := int64(len(jk)) + item.ValueSize()
+	if s.opts.AudioRetention == RetainKeep {
+		v, err := item.ValueCopy(nil)
+		if err != nil {
+			return nil, fmt.Errorf("read journaled audio %s: %w", audioID, err)
+		}
+		if err := txn.Set(retainedKey(audioID), v); err != nil {
+			return nil, fmt.Errorf("retain audio %s: %w", audioID, err)
+		}
+	}
+	if err := txn.Delete(jk); err != nil {
+		return nil, fmt.Errorf("delete journaled audio %s: %w", audioID, err)
+	}
+	keep := s.opts.AudioRetention == RetainKeep
+	return func() {
+		s.acct.add(areaJournal, -1, -size)
+		if keep {
+			s.acct.add(areaRetained, 1, size)
+		}
+	}, nil
+}

@@ -9,77 +9,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
-	"github.com/google/uuid"
 )
-
-func newID() (string, error) {
-	id, err := uuid.NewV7()
-	if err != nil {
-		return "", fmt.Errorf("new id: %w", err)
-	}
-	return id.String(), nil
-}
-
-// prepareRecord fills ID, Seq and CreatedAt and encodes the record. Called
-// with s.mu held, so s.seq+1 is the sequence the write will use.
-func (s *Store) prepareRecord(rec *Record) ([]byte, error) {
-	if rec.ID == "" {
-		id, err := newID()
-		if err != nil {
-			return nil, err
-		}
-		rec.ID = id
-	}
-	rec.Seq = s.seq + 1
-	rec.CreatedAt = time.Now().UTC()
-	if s.opts.AudioRetention == RetainDrop {
-		// The audio goes away with this write; don't point at it. (Callers
-		// keep the journal ID to consume it.)
-		rec.AudioID = ""
-	}
-	v, err := json.Marshal(rec)
-	if err != nil {
-		return nil, fmt.Errorf("encode record: %w", err)
-	}
-	return v, nil
-}
-
-// consumeAudio removes the journal entry of audioID in txn now that its text
-// is stored: deleted (retention drop) or moved to retained audio (keep).
-// The returned func updates the accounting after commit.
-func (s *Store) consumeAudio(txn *badger.Txn, audioID string) (func(), error) {
-	if audioID == "" {
-		return func() {}, nil
-	}
-	jk := journalKey(audioID)
-	item, err := txn.Get(jk)
-	if errors.Is(err, badger.ErrKeyNotFound) {
-		return func() {}, nil // already dropped or never journaled
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read journaled audio %s: %w", audioID, err)
-	}
-	size := int64(len(jk)) + item.ValueSize()
-	if s.opts.AudioRetention == RetainKeep {
-		v, err := item.ValueCopy(nil)
-		if err != nil {
-			return nil, fmt.Errorf("read journaled audio %s: %w", audioID, err)
-		}
-		if err := txn.Set(retainedKey(audioID), v); err != nil {
-			return nil, fmt.Errorf("retain audio %s: %w", audioID, err)
-		}
-	}
-	if err := txn.Delete(jk); err != nil {
-		return nil, fmt.Errorf("delete journaled audio %s: %w", audioID, err)
-	}
-	keep := s.opts.AudioRetention == RetainKeep
-	return func() {
-		s.acct.add(areaJournal, -1, -size)
-		if keep {
-			s.acct.add(areaRetained, 1, size)
-		}
-	}, nil
-}
 
 // AppendListen stores rec in the listen buffer. It assigns ID (when empty),
 // Seq and CreatedAt and, in the same transaction, removes rec.AudioID's
@@ -194,23 +124,23 @@ func (s *Store) ClearListen() (int, error) {
 }
 
 // FlushListen moves the whole listen buffer into ONE KindBatch entry on
-// LaneData, body {"items":[records in seq order],"count":N}. The batch entry
-// and the "moved up to seq S" floor are written in one transaction, so the
-// move is atomic however large the buffer; the moved keys are deleted in
-// follow-up transactions (finished on the next Open after a crash). It
-// returns false when the buffer is empty. A buffer larger than one value-log
-// file is flushed in part (the oldest records), the rest stays; the caller
-// may call again.
-func (s *Store) FlushListen(offline bool) (Entry, bool, error) {
+// LaneData, whose body is a BatchBody (records in seq order). It returns the
+// entry and how many records it holds, 0 when the buffer was empty. The
+// batch entry and the "moved up to seq S" floor are written in one
+// transaction, so the move is atomic however large the buffer; the moved
+// keys are deleted in follow-up transactions (finished on the next Open
+// after a crash). A buffer larger than one value-log file is flushed in part
+// (the oldest records), the rest stays; the caller may call again.
+func (s *Store) FlushListen(offline bool) (Entry, int, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	const what = "flush listen buffer"
 	if s.acct.count[areaListen] == 0 {
-		return Entry{}, false, nil
+		return Entry{}, 0, nil
 	}
 	id, err := newID()
 	if err != nil {
-		return Entry{}, false, fmt.Errorf("%s: %w", what, err)
+		return Entry{}, 0, fmt.Errorf("%s: %w", what, err)
 	}
 	maxBody := s.opts.ValueLogFileSize - 64<<10
 	var (
@@ -220,6 +150,8 @@ func (s *Store) FlushListen(offline bool) (Entry, bool, error) {
 		movedBytes int64
 	)
 	err = s.writeLocked(what, min(s.acct.bytes[areaListen], maxBody), func(txn *badger.Txn, next uint64) (func(), error) {
+		// The body is BatchBody's JSON, written from the stored records
+		// as they are rather than decoding and encoding each one.
 		var body bytes.Buffer
 		body.WriteString(`{"items":[`)
 		it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: 256, Prefix: prefixListen})
@@ -262,18 +194,18 @@ func (s *Store) FlushListen(offline bool) (Entry, bool, error) {
 		}, nil
 	})
 	if err != nil {
-		return Entry{}, false, err
+		return Entry{}, 0, err
 	}
 	s.signal()
 	if hook := s.testHookAfterFlushMarker; hook != nil {
 		if err := hook(); err != nil {
-			return entry, true, fmt.Errorf("%s: %w", what, err)
+			return entry, moved, fmt.Errorf("%s: %w", what, err)
 		}
 	}
 	if err := s.deleteListenUpTo(upTo); err != nil {
 		s.log.Warn("delete moved listen records (retried on next open)", "err", err)
 	}
-	return entry, true, nil
+	return entry, moved, nil
 }
 
 // deleteListenUpTo deletes listen keys with seq <= upTo, in transactions

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
 )
 
@@ -32,11 +33,25 @@ const (
 	RetainKeep = "keep" // journaled audio is kept (and evicted first when a cap is reached)
 )
 
-// Modes accepted by SetMode.
-const (
-	ModeListen   = "listen"
-	ModeFeedback = "feedback"
-)
+// CheckSync is the one check of a sync policy name (Options.Sync and the
+// configuration's storage.sync).
+func CheckSync(policy string) error {
+	switch policy {
+	case SyncAlways, SyncInterval, SyncNone:
+		return nil
+	}
+	return fmt.Errorf("%q is not one of always, interval, none", policy)
+}
+
+// CheckAudioRetention is the one check of an audio retention policy name
+// (Options.AudioRetention and the configuration's storage.audio_retention).
+func CheckAudioRetention(policy string) error {
+	switch policy {
+	case RetainDrop, RetainKeep:
+		return nil
+	}
+	return fmt.Errorf("%q is not one of drop, keep", policy)
+}
 
 var (
 	// ErrFull is returned (wrapped with what was refused) when a storage cap
@@ -81,10 +96,8 @@ func (o Options) withDefaults() (Options, error) {
 	if o.Sync == "" {
 		o.Sync = SyncAlways
 	}
-	switch o.Sync {
-	case SyncAlways, SyncInterval, SyncNone:
-	default:
-		return o, fmt.Errorf("option sync: %q is not one of always, interval, none", o.Sync)
+	if err := CheckSync(o.Sync); err != nil {
+		return o, fmt.Errorf("option sync: %w", err)
 	}
 	if o.SyncInterval <= 0 {
 		o.SyncInterval = 200 * time.Millisecond
@@ -92,10 +105,8 @@ func (o Options) withDefaults() (Options, error) {
 	if o.AudioRetention == "" {
 		o.AudioRetention = RetainDrop
 	}
-	switch o.AudioRetention {
-	case RetainDrop, RetainKeep:
-	default:
-		return o, fmt.Errorf("option audio retention: %q is not one of drop, keep", o.AudioRetention)
+	if err := CheckAudioRetention(o.AudioRetention); err != nil {
+		return o, fmt.Errorf("option audio retention: %w", err)
 	}
 	if o.MaxBytes < 0 || o.MaxItems < 0 {
 		return o, fmt.Errorf("option caps: max bytes %d and max items %d must not be negative", o.MaxBytes, o.MaxItems)
@@ -196,6 +207,16 @@ func outboxKey(lane Lane, seq uint64) []byte {
 func indexKey(id string) []byte    { return append([]byte("i/"), id...) }
 func journalKey(id string) []byte  { return append([]byte("j/"), id...) }
 func retainedKey(id string) []byte { return append([]byte("a/"), id...) }
+
+// newID is the ID of every record, outbox entry and journaled utterance:
+// a UUIDv7, so IDs sort by creation time.
+func newID() (string, error) {
+	id, err := uuid.NewV7()
+	if err != nil {
+		return "", fmt.Errorf("new id: %w", err)
+	}
+	return id.String(), nil
+}
 
 // seqOfKey reads the big-endian sequence at the end of a listen or outbox key.
 func seqOfKey(k []byte) uint64 {
@@ -376,38 +397,6 @@ func (s *Store) signal() {
 	case s.notify <- struct{}{}:
 	default:
 	}
-}
-
-// Mode is the persisted mode, "" when never set (the caller applies its
-// configured default).
-func (s *Store) Mode() (string, error) {
-	var mode string
-	err := s.view(func(txn *badger.Txn) error {
-		item, err := txn.Get(keyMode)
-		if errors.Is(err, badger.ErrKeyNotFound) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		v, err := item.ValueCopy(nil)
-		mode = string(v)
-		return err
-	})
-	if err != nil {
-		return "", fmt.Errorf("read mode: %w", err)
-	}
-	return mode, nil
-}
-
-// SetMode persists the mode ("listen" or "feedback").
-func (s *Store) SetMode(mode string) error {
-	if mode != ModeListen && mode != ModeFeedback {
-		return fmt.Errorf("set mode: %q is not one of listen, feedback", mode)
-	}
-	return s.write("set mode", 0, func(txn *badger.Txn, _ uint64) (func(), error) {
-		return nil, txn.Set(keyMode, []byte(mode))
-	})
 }
 
 // view runs a read transaction on the current db.

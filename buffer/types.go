@@ -51,6 +51,14 @@ type Entry struct {
 	Body      []byte    `json:"body"`
 }
 
+// BatchBody is the outbox Body of a KindBatch entry: a flushed listen
+// buffer. FlushListen writes it; sync/protocol reads it to render the
+// batches message.
+type BatchBody struct {
+	Items []Record `json:"items"` // in Seq order
+	Count int      `json:"count"` // len(Items)
+}
+
 // JournaledAudio is one utterance's audio written to the journal before
 // transcription. PendingAudio returns those that have no stored text yet.
 type JournaledAudio struct {

@@ -1,7 +1,8 @@
 // Package configs holds agorad's YAML configuration: the defaults (the
 // embedded agorad.yaml), strict loading, environment overrides for secrets,
-// validation that names the bad field, redaction for logs, and the list of
-// fields a SIGHUP may change without a restart.
+// validation that names the bad field, redaction for logs, and the
+// difference between two configurations (which fields a SIGHUP changed; the
+// daemon decides which of those it can apply without a restart).
 package configs
 
 import (
@@ -13,6 +14,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/agora/agorad/buffer"
 	"github.com/agora/agorad/wake"
 )
 
@@ -26,20 +28,20 @@ var DefaultYAML []byte
 // Config is the whole daemon configuration. Field paths in errors use the
 // yaml names ("mqtt.tls.ca_file").
 type Config struct {
-	DeviceID   string     `yaml:"device_id"`
-	StateDir   string     `yaml:"state_dir"`
-	Mode       string     `yaml:"mode"`
-	Input      Input      `yaml:"input"`
-	Models     Models     `yaml:"models"`
-	Transcribe Transcribe `yaml:"transcribe"`
-	Segment    Segment    `yaml:"segment"`
-	Wake       Wake       `yaml:"wake"`
-	Storage    Storage    `yaml:"storage"`
-	MQTT       MQTT       `yaml:"mqtt"`
-	Sounds     Sounds     `yaml:"sounds"`
-	Control    Control    `yaml:"control"`
-	Metrics    Metrics    `yaml:"metrics"`
-	Log        Log        `yaml:"log"`
+	DeviceID   string      `yaml:"device_id"`
+	StateDir   string      `yaml:"state_dir"`
+	Mode       buffer.Mode `yaml:"mode"`
+	Input      Input       `yaml:"input"`
+	Models     Models      `yaml:"models"`
+	Transcribe Transcribe  `yaml:"transcribe"`
+	Segment    Segment     `yaml:"segment"`
+	Wake       Wake        `yaml:"wake"`
+	Storage    Storage     `yaml:"storage"`
+	MQTT       MQTT        `yaml:"mqtt"`
+	Sounds     Sounds      `yaml:"sounds"`
+	Control    Control     `yaml:"control"`
+	Metrics    Metrics     `yaml:"metrics"`
+	Log        Log         `yaml:"log"`
 }
 
 // Input says where audio comes from and what starts capture.
@@ -54,6 +56,10 @@ type PTT struct {
 	Enabled     bool   `yaml:"enabled"`
 	EvdevDevice string `yaml:"evdev_device"`
 	KeyCode     int    `yaml:"key_code"`
+	// MaxUtterance cuts a long press into pieces; StuckAfter warns about a
+	// press that lasts too long (0: never).
+	MaxUtterance Duration `yaml:"max_utterance"`
+	StuckAfter   Duration `yaml:"stuck_after"`
 }
 
 // Models names the whisper and VAD models (a catalog name or a file path).

@@ -12,6 +12,7 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/agora/agorad/sync/protocol"
 	"github.com/agora/agorad/wake"
 )
 
@@ -67,7 +68,7 @@ func TestShippedFileLoadsValidatesAndIsTheDefault(t *testing.T) {
 		d.StateDir != "/var/lib/agorad" || d.Segment.MaxUtterance.D() != 30*time.Second {
 		t.Fatalf("unexpected defaults: %+v", d)
 	}
-	if loaded.DeviceID == "" || !deviceIDRe.MatchString(loaded.DeviceID) {
+	if err := protocol.ValidateDeviceID(loaded.DeviceID); err != nil {
 		t.Fatalf("device_id not derived: %q", loaded.DeviceID)
 	}
 	if loaded.MQTT.ClientID != "agorad-"+loaded.DeviceID {
@@ -184,7 +185,9 @@ func TestValidationNamesField(t *testing.T) {
 		want string // "" means valid
 	}{
 		{"default", func(c *Config) {}, ""},
-		{"broker scheme", func(c *Config) { c.MQTT.Broker = "foo" }, `mqtt.broker: "foo" is not a tcp://, ssl://, mqtts://`},
+		{"broker scheme", func(c *Config) { c.MQTT.Broker = "foo" }, `mqtt.broker: "foo" is not a URL scheme://host:port`},
+		{"broker websocket", func(c *Config) { c.MQTT.Broker = "wss://b.example:443" }, `mqtt.broker: "wss://b.example:443": scheme "wss" is not one of`},
+		{"broker ok tcps", func(c *Config) { c.MQTT.Broker = "tcps://b.example:8883" }, ""},
 		{"broker http", func(c *Config) { c.MQTT.Broker = "http://x:1" }, "mqtt.broker:"},
 		{"broker ok ssl", func(c *Config) { c.MQTT.Broker = "ssl://b.example:8883" }, ""},
 		{"broker empty disables", func(c *Config) { c.MQTT.Broker = "" }, ""},
@@ -215,6 +218,10 @@ func TestValidationNamesField(t *testing.T) {
 		{"gate", func(c *Config) { c.Segment.EnergyGateDBFS = 3 }, "segment.energy_gate_dbfs:"},
 		{"max utterance", func(c *Config) { c.Segment.MaxUtterance = Duration(time.Minute) }, "segment.max_utterance:"},
 		{"hangover", func(c *Config) { c.Segment.Hangover = Duration(-time.Second) }, "segment.hangover:"},
+		{"ptt max utterance long", func(c *Config) { c.Input.PTT.MaxUtterance = Duration(time.Minute) }, "input.ptt.max_utterance:"},
+		{"ptt max utterance zero", func(c *Config) { c.Input.PTT.MaxUtterance = 0 }, "input.ptt.max_utterance:"},
+		{"ptt stuck after negative", func(c *Config) { c.Input.PTT.StuckAfter = Duration(-time.Second) }, "input.ptt.stuck_after:"},
+		{"ptt stuck never", func(c *Config) { c.Input.PTT.StuckAfter = 0 }, ""},
 		{"wake empty word", func(c *Config) { c.Wake.Words = []string{"agora", " "} }, "wake.words[1]:"},
 		{"wake duplicate", func(c *Config) { c.Wake.ListenWords = []string{"luister", "Luister!"} }, "wake.listen_words[1]:"},
 		{"wake custom ok", func(c *Config) { c.Wake.Words = []string{"agora", "hey agora"} }, ""},
@@ -270,41 +277,39 @@ func TestSecrets(t *testing.T) {
 	if err := os.WriteFile(pwFile, []byte("s3cret-from-file\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	t.Run("password_file trimmed", func(t *testing.T) {
-		clearEnv(t)
-		c, err := Load(writeConfig(t, "mqtt:\n  password_file: "+pwFile+"\n"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c.MQTT.Password != "s3cret-from-file" {
-			t.Fatalf("password = %q", c.MQTT.Password)
-		}
-	})
-	t.Run("password_file env expanded", func(t *testing.T) {
-		clearEnv(t)
-		t.Setenv("CREDENTIALS_DIRECTORY", dir)
-		c, err := Load(writeConfig(t, "mqtt:\n  password_file: ${CREDENTIALS_DIRECTORY}/pw\n"))
-		if err != nil {
-			t.Fatal(err)
-		}
-		if c.MQTT.Password != "s3cret-from-file" {
-			t.Fatalf("password = %q", c.MQTT.Password)
-		}
-	})
-	t.Run("password_file missing names file", func(t *testing.T) {
-		clearEnv(t)
-		_, err := Load(writeConfig(t, "mqtt:\n  password_file: /nonexistent/agorad-pw\n"))
-		if err == nil || !strings.Contains(err.Error(), "mqtt.password_file") || !strings.Contains(err.Error(), "/nonexistent/agorad-pw") {
-			t.Fatalf("err = %v", err)
-		}
-	})
-	t.Run("both set", func(t *testing.T) {
-		clearEnv(t)
-		_, err := Load(writeConfig(t, "mqtt:\n  password: a\n  password_file: "+pwFile+"\n"))
-		if err == nil || !strings.Contains(err.Error(), "both set") {
-			t.Fatalf("err = %v", err)
-		}
-	})
+	tests := []struct {
+		name, yaml string
+		env        map[string]string
+		want       string // the password loaded; "" means an error is expected
+		errHas     []string
+	}{
+		{name: "password_file trimmed", yaml: "mqtt:\n  password_file: " + pwFile + "\n", want: "s3cret-from-file"},
+		{name: "password_file env expanded", yaml: "mqtt:\n  password_file: ${CREDENTIALS_DIRECTORY}/pw\n",
+			env: map[string]string{"CREDENTIALS_DIRECTORY": dir}, want: "s3cret-from-file"},
+		{name: "password_file missing names file", yaml: "mqtt:\n  password_file: /nonexistent/agorad-pw\n",
+			errHas: []string{"mqtt.password_file", "/nonexistent/agorad-pw"}},
+		{name: "both set", yaml: "mqtt:\n  password: a\n  password_file: " + pwFile + "\n", errHas: []string{"both set"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clearEnv(t)
+			for k, v := range tt.env {
+				t.Setenv(k, v)
+			}
+			c, err := Load(writeConfig(t, tt.yaml))
+			if tt.want != "" {
+				if err != nil || c.MQTT.Password != tt.want {
+					t.Fatalf("Load = %v; want password %q", err, tt.want)
+				}
+				return
+			}
+			for _, w := range tt.errHas {
+				if err == nil || !strings.Contains(err.Error(), w) {
+					t.Fatalf("err = %v, want it to name %q", err, w)
+				}
+			}
+		})
+	}
 	t.Run("env overrides", func(t *testing.T) {
 		t.Setenv(EnvMQTTPassword, "from-env")
 		t.Setenv(EnvMQTTUsername, "inspector")
@@ -336,38 +341,37 @@ func TestSecrets(t *testing.T) {
 	})
 }
 
-func TestReloadableDiff(t *testing.T) {
+func TestDiff(t *testing.T) {
 	base := Default()
 	tests := []struct {
-		name          string
-		mod           func(c *Config)
-		changed, need []string
+		name    string
+		mod     func(c *Config)
+		changed []string
 	}{
-		{"none", func(c *Config) {}, nil, nil},
-		{"log level", func(c *Config) { c.Log.Level = "debug" }, []string{"log.level"}, nil},
+		{"none", func(c *Config) {}, nil},
+		{"log level", func(c *Config) { c.Log.Level = "debug" }, []string{"log.level"}},
 		{"sounds and wake", func(c *Config) {
 			c.Sounds.Volume = 0.1
 			c.Wake.Words = []string{"agora", "agorah"}
-		}, []string{"wake.words", "sounds.volume"}, nil},
-		{"reconnect", func(c *Config) { c.MQTT.ReconnectMax = Duration(time.Minute) }, nil, []string{"mqtt.reconnect_max"}},
+		}, []string{"wake.words", "sounds.volume"}},
+		{"reconnect", func(c *Config) { c.MQTT.ReconnectMax = Duration(time.Minute) }, []string{"mqtt.reconnect_max"}},
 		{"broker and model", func(c *Config) {
 			c.MQTT.Broker = "tcp://other:1883"
 			c.Models.Whisper = "small"
-		}, nil, []string{"models.whisper", "mqtt.broker"}},
-		{"mixed", func(c *Config) {
+		}, []string{"models.whisper", "mqtt.broker"}},
+		{"mixed, secret by path only", func(c *Config) {
 			c.Log.Level = "warn"
 			c.StateDir = "/tmp/x"
 			c.MQTT.Password = "new"
-		}, []string{"log.level"}, []string{"state_dir", "mqtt.password"}},
-		{"nil vs empty slice", func(c *Config) { c.Transcribe.Contexts = nil }, nil, nil},
+		}, []string{"state_dir", "mqtt.password", "log.level"}},
+		{"nil vs empty slice", func(c *Config) { c.Transcribe.Contexts = nil }, nil},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			next := Default()
 			tc.mod(next)
-			ch, nr := base.ReloadableDiff(next)
-			if !reflect.DeepEqual(ch, tc.changed) || !reflect.DeepEqual(nr, tc.need) {
-				t.Fatalf("got changed=%v restart=%v, want %v %v", ch, nr, tc.changed, tc.need)
+			if got := base.Diff(next); !reflect.DeepEqual(got, tc.changed) {
+				t.Fatalf("Diff = %v, want %v", got, tc.changed)
 			}
 		})
 	}
@@ -396,8 +400,10 @@ func TestSlogLevel(t *testing.T) {
 }
 
 func TestDeviceIDSanitized(t *testing.T) {
-	if got := sanitizeID("host name/with+bad#chars"); !deviceIDRe.MatchString(got) {
-		t.Fatalf("%q not a valid device id", got)
+	for _, host := range []string{"host name/with+bad#chars", strings.Repeat("long-hostname.", 10)} {
+		if err := protocol.ValidateDeviceID(sanitizeID(host)); err != nil {
+			t.Errorf("sanitizeID(%q): %v", host, err)
+		}
 	}
 }
 

@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"reflect"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -141,14 +140,14 @@ func machineDeviceID() string {
 func sanitizeID(s string) string {
 	var b strings.Builder
 	for _, r := range s {
+		if b.Len() >= 64 { // the device id limit
+			break
+		}
 		switch {
 		case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9', r == '-', r == '_', r == '.':
 			b.WriteRune(r)
 		default:
 			b.WriteByte('-')
-		}
-		if b.Len() >= 64 {
-			break
 		}
 	}
 	return b.String()
@@ -308,41 +307,20 @@ func leaves(c *Config) map[string]any {
 	return out
 }
 
-// reloadable are the fields a SIGHUP applies to the running daemon: they are
-// read at the point of use (log level, earcons, wake rules, next reconnect
-// delay) and swapping them cannot lose or reorder stored data. mode only
-// matters at the first start (the persisted mode wins), so changing it needs
-// nothing applied.
-var reloadable = map[string]bool{
-	"mode":              true,
-	"log.level":         true,
-	"sounds.enabled":    true,
-	"sounds.volume":     true,
-	"sounds.device":     true,
-	"wake.words":        true,
-	"wake.listen_words": true,
-}
-
-// Reloadable reports whether a SIGHUP may apply a change of the field path.
-func Reloadable(path string) bool { return reloadable[path] }
-
-// ReloadableDiff compares the running config with a newly loaded one:
-// changed are the differing fields a SIGHUP applies now, needRestart the
-// differing fields that only take effect after a restart. Paths are sorted
-// in declaration order; secret values never appear, only their paths.
-func (c *Config) ReloadableDiff(next *Config) (changed, needRestart []string) {
+// Diff lists the fields whose values differ between c and next, as paths
+// in declaration order ("log.level", "mqtt.password"): what a SIGHUP
+// changed. Secret values never appear, only their paths. An empty list and
+// a missing one are the same.
+func (c *Config) Diff(next *Config) []string {
 	a, b := leaves(c), leaves(next)
+	var changed []string
 	for _, p := range Paths() {
 		if reflect.DeepEqual(a[p], b[p]) || (isEmptySlice(a[p]) && isEmptySlice(b[p])) {
 			continue
 		}
-		if reloadable[p] {
-			changed = append(changed, p)
-		} else {
-			needRestart = append(needRestart, p)
-		}
+		changed = append(changed, p)
 	}
-	return changed, needRestart
+	return changed
 }
 
 func isEmptySlice(v any) bool {
@@ -383,8 +361,6 @@ func (l Log) SlogLevel() slog.Level {
 	}
 	return lv
 }
-
-var deviceIDRe = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
 // quote is strconv.Quote, named for readability in the validation table.
 func quote(s string) string { return strconv.Quote(s) }

@@ -5,11 +5,14 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"net/url"
 	"os"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/agora/agorad/buffer"
+	"github.com/agora/agorad/sync/protocol"
+	"github.com/agora/agorad/sync/uplink"
 )
 
 // Validate checks every field and returns all problems at once
@@ -46,13 +49,17 @@ func (c *Config) Validate() error {
 		}
 	}
 
-	if c.DeviceID != "" && !deviceIDRe.MatchString(c.DeviceID) {
-		bad("device_id", "%s may only have letters, digits, '.', '_', '-' (1..64): it is part of MQTT topics", quote(c.DeviceID))
+	if c.DeviceID != "" { // empty: Load derives it
+		if err := protocol.ValidateDeviceID(c.DeviceID); err != nil {
+			errs = append(errs, err) // names device_id
+		}
 	}
 	if strings.TrimSpace(c.StateDir) == "" {
 		bad("state_dir", "is empty")
 	}
-	oneOf("mode", c.Mode, "listen", "feedback")
+	if _, err := buffer.ParseMode(string(c.Mode)); err != nil {
+		bad("mode", "%v", err)
+	}
 
 	// input
 	src := strings.TrimSpace(c.Input.Source)
@@ -65,6 +72,8 @@ func (c *Config) Validate() error {
 	if k := c.Input.PTT.KeyCode; k < 1 || k > 767 {
 		bad("input.ptt.key_code", "%d not in 1..767 (linux/input-event-codes.h)", k)
 	}
+	durBetween("input.ptt.max_utterance", c.Input.PTT.MaxUtterance, time.Second, 30*time.Second)
+	durBetween("input.ptt.stuck_after", c.Input.PTT.StuckAfter, 0, 24*time.Hour)
 	if !c.Input.HandsFree && !c.Input.PTT.Enabled && src != "none" {
 		bad("input.hands_free", "false needs input.ptt.enabled: true (otherwise nothing is ever captured)")
 	}
@@ -116,18 +125,20 @@ func (c *Config) Validate() error {
 	if c.Storage.MaxItems < 0 {
 		bad("storage.max_items", "%d is negative; 0 means no cap", c.Storage.MaxItems)
 	}
-	oneOf("storage.sync", c.Storage.Sync, "always", "interval", "none")
-	oneOf("storage.audio_retention", c.Storage.AudioRetention, "drop", "keep")
+	if err := buffer.CheckSync(c.Storage.Sync); err != nil {
+		bad("storage.sync", "%v", err)
+	}
+	if err := buffer.CheckAudioRetention(c.Storage.AudioRetention); err != nil {
+		bad("storage.audio_retention", "%v", err)
+	}
 
 	// mqtt
 	m := c.MQTT
 	tlsScheme := false
 	if m.Broker != "" {
-		u, err := url.Parse(m.Broker)
-		if err != nil || u.Host == "" || !slices.Contains([]string{"tcp", "mqtt", "ssl", "tls", "mqtts", "ws", "wss"}, u.Scheme) {
-			bad("mqtt.broker", "%s is not a tcp://, ssl://, mqtts://, ws:// or wss:// URL with a host", quote(m.Broker))
-		} else {
-			tlsScheme = slices.Contains([]string{"ssl", "tls", "mqtts", "wss"}, u.Scheme)
+		var err error
+		if _, tlsScheme, err = uplink.ParseBrokerURL(m.Broker); err != nil {
+			bad("mqtt.broker", "%v", err)
 		}
 	}
 	if (m.TLS.CertFile == "") != (m.TLS.KeyFile == "") {
@@ -137,7 +148,7 @@ func (c *Config) Validate() error {
 	fileExists("mqtt.tls.cert_file", m.TLS.CertFile)
 	fileExists("mqtt.tls.key_file", m.TLS.KeyFile)
 	if m.Broker != "" && !tlsScheme && (m.TLS.CAFile != "" || m.TLS.CertFile != "") {
-		bad("mqtt.tls", "is set but mqtt.broker %s is not a TLS URL (use ssl://, mqtts:// or wss://)", quote(m.Broker))
+		bad("mqtt.tls", "is set but mqtt.broker %s is not a TLS URL (use ssl:// or mqtts://)", quote(m.Broker))
 	}
 	durBetween("mqtt.keepalive", m.Keepalive, 5*time.Second, time.Hour)
 	durBetween("mqtt.reconnect_min", m.ReconnectMin, 100*time.Millisecond, time.Hour)

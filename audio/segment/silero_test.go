@@ -150,14 +150,21 @@ const tolerance = 300 * audio.SampleRate / 1000 // 300 ms
 
 func ms(off int64) float64 { return float64(off) * 1000 / audio.SampleRate }
 
-// checkTruth: exactly one utterance per sentence, bounds within 300 ms.
-func checkTruth(t *testing.T, got []segment.Utterance, truth [][2]int) {
+// checkTruth: exactly one utterance per sentence, speech bounds within 300
+// ms of the truth, samples covering the speech, and a wall clock Start that
+// follows the stream offset from t0 (the stream's start). A zero t0 (a
+// capture stamps its own clock) takes it from the first utterance.
+func checkTruth(t *testing.T, got []segment.Utterance, truth [][2]int, t0 time.Time) {
 	t.Helper()
 	if len(got) != len(truth) {
 		for _, u := range got {
 			t.Logf("utterance %.0f..%.0f ms", ms(u.SpeechStart), ms(u.SpeechEnd))
 		}
 		t.Fatalf("%d utterances, want one per sentence (%d)", len(got), len(truth))
+	}
+	at := func(off int64) time.Duration { return time.Duration(off) * time.Second / audio.SampleRate }
+	if t0.IsZero() && len(got) > 0 {
+		t0 = got[0].Start.Add(-at(got[0].SpeechStart))
 	}
 	for i, u := range got {
 		ts, te := int64(truth[i][0]), int64(truth[i][1])
@@ -169,8 +176,8 @@ func checkTruth(t *testing.T, got []segment.Utterance, truth [][2]int) {
 		if d := u.SpeechEnd - te; d < -tolerance || d > tolerance {
 			t.Errorf("sentence %d: speech ends at %.0f ms, truth %.0f ms", i, ms(u.SpeechEnd), ms(te))
 		}
-		if want := t0.Add(time.Duration(u.SpeechStart) * time.Second / audio.SampleRate); !u.Start.Equal(want) {
-			t.Errorf("sentence %d: Start %v, want %v", i, u.Start, want)
+		if want := t0.Add(at(u.SpeechStart)); !u.Start.Equal(want) {
+			t.Errorf("sentence %d: Start %v, want %v (stream start + offset)", i, u.Start, want)
 		}
 		if u.PadStart > u.SpeechStart || u.PadStart+int64(len(u.Samples)) < u.SpeechEnd {
 			t.Errorf("sentence %d: samples %d+%d do not cover the speech %d..%d", i, u.PadStart, len(u.Samples), u.SpeechStart, u.SpeechEnd)
@@ -203,7 +210,7 @@ func TestSileroSynthesizedSentences(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got, st, _ := segmentAll(t, segment.DefaultConfig(), tt.samples, tt.chunk)
 			t.Logf("stats %+v", st)
-			checkTruth(t, got, sc.truth)
+			checkTruth(t, got, sc.truth, t0)
 		})
 	}
 }

@@ -51,16 +51,25 @@ const TrailingSilenceMs = 60_000
 // or "default" ("filein" is the raw file without format conversion).
 // The raw files are stereo (speech on both channels), matching the two
 // channels audio.OpenCapture asks of a device that offers more.
-func NewVirtualMic(t testing.TB, speech []float32) *VirtualMic {
+func NewVirtualMic(t testing.TB, speech []float32, opts ...MicOption) *VirtualMic {
 	t.Helper()
-	return NewVirtualMicFormat(t, speech, audio.SampleRate, 2)
+	return NewVirtualMicFormat(t, speech, audio.SampleRate, 2, opts...)
 }
+
+// MicOption changes a virtual microphone.
+type MicOption func(*VirtualMic)
+
+// DiscardPlayback sends what the speaker plays, and what the file plugin
+// tees from capture, to /dev/null. The plugin writes everything it captures
+// into its playback file and capture is unpaced (gigabytes a minute), so a
+// test that does not check playback uses this.
+func DiscardPlayback() MicOption { return func(m *VirtualMic) { m.PlayFile = os.DevNull } }
 
 // NewVirtualMicFormat is NewVirtualMic with the raw files (the plug
 // slave) at rate Hz and channels channels, so capture through PortAudio
 // exercises real rate and channel conversion. speech is 16 kHz mono; it is
 // converted to the slave format with sox (every channel gets the signal).
-func NewVirtualMicFormat(t testing.TB, speech []float32, rate, channels int) *VirtualMic {
+func NewVirtualMicFormat(t testing.TB, speech []float32, rate, channels int, opts ...MicOption) *VirtualMic {
 	t.Helper()
 	dir := t.TempDir()
 	m := &VirtualMic{
@@ -69,6 +78,9 @@ func NewVirtualMicFormat(t testing.TB, speech []float32, rate, channels int) *Vi
 		Channels: channels,
 		InFile:   filepath.Join(dir, "speech.raw"),
 		PlayFile: filepath.Join(dir, "played.raw"),
+	}
+	for _, o := range opts {
+		o(m)
 	}
 	// After the end of infile the file plugin leaves stale ring-buffer
 	// contents in the stream (the last speech, over and over), not silence:

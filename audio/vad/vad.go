@@ -46,7 +46,7 @@ import (
 	"sync"
 	"unsafe"
 
-	"github.com/agora/agorad/transcribe/ggml"
+	"github.com/agora/agorad/audio/ggml"
 )
 
 // windowSize is the number of 16 kHz samples Silero v5/v6 scores at a time.
@@ -80,7 +80,7 @@ var ErrClosed = errors.New("vad: detector closed")
 // Open loads a Silero VAD model in ggml format (e.g. ggml-silero-v6.2.0.bin)
 // on the CPU.
 func Open(path string, opts Options) (*Detector, error) {
-	info, err := checkModel(path)
+	info, err := ggml.CheckSilero(path)
 	if err != nil {
 		return nil, err
 	}

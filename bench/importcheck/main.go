@@ -6,36 +6,59 @@
 // and text-token ids, so the two outputs can be compared token for token.
 //
 //	importcheck MODEL.bin < list.tsv   (lines: FILE<TAB>LANG, LANG "auto" to detect)
+//
+// With -mel DIR it decodes instead the log-mel features ct2tokens.py --mel
+// saved there, by plain argmax from <|startoftranscript|> [language
+// <|transcribe|>] <|notimestamps|>: the same input and no decoding rules on
+// either side, so any difference is the weights'.
+//
+//	importcheck -mel DIR MODEL.bin < list.tsv
 package main
 
 import (
 	"bufio"
+	"flag"
 	"fmt"
 	"os"
 	"strings"
 
 	"github.com/agora/agorad/audio"
-	"github.com/agora/agorad/transcribe/ggml"
+	"github.com/agora/agorad/audio/ggml"
 	whisper "github.com/ggerganov/whisper.cpp/bindings/go"
 )
 
 func main() {
-	if len(os.Args) != 2 {
-		fmt.Fprintln(os.Stderr, "usage: importcheck MODEL.bin < list.tsv")
+	melDir := flag.String("mel", "", "decode the features saved in this directory by ct2tokens.py --mel")
+	flag.Parse()
+	if flag.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: importcheck [-mel DIR] MODEL.bin < list.tsv")
 		os.Exit(2)
 	}
 	if err := ggml.LoadBackends(); err != nil {
 		fail(err)
 	}
-	ctx := whisper.Whisper_init(os.Args[1])
+	ctx := whisper.Whisper_init(flag.Arg(0))
 	if ctx == nil {
-		fail(fmt.Errorf("libwhisper could not load %s", os.Args[1]))
+		fail(fmt.Errorf("libwhisper could not load %s", flag.Arg(0)))
 	}
 	defer ctx.Whisper_free()
 	eot := int(ctx.Whisper_token_eot())
 	sc := bufio.NewScanner(os.Stdin)
 	for sc.Scan() {
 		file, lang, _ := strings.Cut(sc.Text(), "\t")
+		if *melDir != "" {
+			prompt := []whisper.Token{ctx.Whisper_token_sot()}
+			if ctx.Whisper_is_multilingual() != 0 {
+				prompt = append(prompt, ctx.Whisper_token_lang(ctx.Whisper_lang_id(lang)), ctx.Whisper_token_transcribe())
+			}
+			prompt = append(prompt, ctx.Whisper_token_not())
+			ids, err := rawGreedy(ctx, melPath(*melDir, file), prompt, 200)
+			if err != nil {
+				fail(fmt.Errorf("%s: %w", file, err))
+			}
+			fmt.Printf("%s\t%s\t\t%s\n", file, lang, joinInts(ids))
+			continue
+		}
 		s, err := audio.ReadFile(file)
 		if err != nil {
 			fail(err)
@@ -72,6 +95,14 @@ func main() {
 	if err := sc.Err(); err != nil {
 		fail(err)
 	}
+}
+
+func joinInts(v []int) string {
+	s := make([]string, len(v))
+	for i, x := range v {
+		s[i] = fmt.Sprint(x)
+	}
+	return strings.Join(s, " ")
 }
 
 func fail(err error) {

@@ -15,8 +15,6 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-	"text/tabwriter"
-	"time"
 
 	"github.com/agora/agorad/cmd/internal/control"
 )
@@ -114,10 +112,36 @@ func parseArgs(args []string) (options, error) {
 	return o, nil
 }
 
+// command is one subcommand, in a file of its own. check rejects malformed
+// arguments before connecting, so usage errors do not depend on whether the
+// daemon runs; call asks the daemon.
+type command struct {
+	check func(o options) error
+	call  func(ctx context.Context, c *control.Client, o options, w io.Writer) (result, error)
+}
+
+// result is a command's answer: value for --json, print for people. A
+// command that wrote its own output returns the zero result.
+type result struct {
+	value any
+	print func(w io.Writer)
+}
+
+var commands = map[string]command{
+	"status": {check: nargs(1), call: status},
+	"mode":   {check: checkMode, call: mode},
+	"say":    {check: checkSay, call: say},
+	"buffer": {check: checkBuffer, call: buffer},
+	"outbox": {check: nargs(1), call: outbox},
+	"flush":  {check: nargs(1), call: flush},
+	"ptt":    {check: checkPTT, call: ptt},
+}
+
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	o, err := parseArgs(args)
+	var cmd command
 	if err == nil {
-		err = checkCommand(o)
+		cmd, err = lookup(o)
 	}
 	if err != nil {
 		var ue usageError
@@ -134,226 +158,48 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	defer c.Close()
-	if err := execute(ctx, c, o, stdout); err != nil {
+	if err := execute(ctx, cmd, c, o, stdout); err != nil {
 		fmt.Fprintf(stderr, "agoractl: %v\n", err)
 		return 1
 	}
 	return 0
 }
 
-// checkCommand rejects malformed commands before connecting, so usage errors
-// do not depend on whether the daemon runs.
-func checkCommand(o options) error {
-	a := o.args
-	if len(a) == 0 {
-		return usageError{"no command"}
+// lookup finds the command named by the first argument and checks its
+// arguments.
+func lookup(o options) (command, error) {
+	if len(o.args) == 0 {
+		return command{}, usageError{"no command"}
 	}
-	nargs := func(n int) error {
-		if len(a) != n {
+	cmd, ok := commands[o.args[0]]
+	if !ok {
+		return command{}, usageError{fmt.Sprintf("unknown command %q", o.args[0])}
+	}
+	return cmd, cmd.check(o)
+}
+
+// nargs accepts exactly n arguments, the command's name included.
+func nargs(n int) func(o options) error {
+	return func(o options) error {
+		if a := o.args; len(a) != n {
 			return usageError{fmt.Sprintf("%s: wrong number of arguments", strings.Join(a[:min(len(a), 2)], " "))}
 		}
 		return nil
 	}
-	switch a[0] {
-	case "status", "outbox", "flush":
-		return nargs(1)
-	case "mode":
-		if err := nargs(2); err != nil {
-			return err
-		}
-		if a[1] != control.ModeListen && a[1] != control.ModeFeedback {
-			return usageError{fmt.Sprintf("mode: %q is not listen or feedback", a[1])}
-		}
-	case "ptt":
-		if err := nargs(2); err != nil {
-			return err
-		}
-		if a[1] != "down" && a[1] != "up" {
-			return usageError{fmt.Sprintf("ptt: %q is not down or up", a[1])}
-		}
-	case "say":
-		if strings.TrimSpace(strings.Join(a[1:], " ")) == "" {
-			return usageError{"say: no text"}
-		}
-	case "buffer":
-		if len(a) < 2 {
-			return usageError{"buffer: want list, export or clear"}
-		}
-		switch a[1] {
-		case "list", "export":
-			return nargs(2)
-		case "clear":
-			if err := nargs(2); err != nil {
-				return err
-			}
-			if !o.yes {
-				return usageError{"buffer clear deletes every item in the listen buffer; run it again with --yes"}
-			}
-		default:
-			return usageError{fmt.Sprintf("buffer: unknown subcommand %q (want list, export or clear)", a[1])}
-		}
-	default:
-		return usageError{fmt.Sprintf("unknown command %q", a[0])}
-	}
-	return nil
 }
 
-func execute(ctx context.Context, c *control.Client, o options, w io.Writer) error {
-	a := o.args
-	var (
-		res   any
-		err   error
-		human func()
-	)
-	switch a[0] {
-	case "status":
-		var s control.Status
-		s, err = c.Status(ctx)
-		res, human = s, func() { printStatus(w, s) }
-	case "mode":
-		var m control.ModeResult
-		m, err = c.SetMode(ctx, a[1])
-		res, human = m, func() {
-			fmt.Fprintf(w, "mode: %s -> %s\n", m.Previous, m.Mode)
-			if m.Flushed > 0 {
-				fmt.Fprintf(w, "%d buffered item(s) sent as one batch\n", m.Flushed)
-			}
-		}
-	case "say":
-		var s control.SayResult
-		s, err = c.Say(ctx, strings.Join(a[1:], " "))
-		res, human = s, func() { printSay(w, s) }
-	case "buffer":
-		switch a[1] {
-		case "list":
-			var l control.BufferList
-			l, err = c.BufferList(ctx, o.limit)
-			res, human = l, func() { printRecords(w, l) }
-		case "export":
-			// Always JSON lines: an export is for other programs.
-			enc := json.NewEncoder(w)
-			_, err = c.BufferExport(ctx, func(r control.Record) error { return enc.Encode(r) })
-			if err != nil {
-				return fmt.Errorf("buffer export: %w", err)
-			}
-			return nil
-		case "clear":
-			var r control.ClearResult
-			r, err = c.BufferClear(ctx)
-			res, human = r, func() { fmt.Fprintf(w, "deleted %d item(s) from the listen buffer\n", r.Deleted) }
-		}
-	case "outbox":
-		var ob control.Outbox
-		ob, err = c.Outbox(ctx, o.limit)
-		res, human = ob, func() { printOutbox(w, ob) }
-	case "flush":
-		var f control.FlushResult
-		f, err = c.Flush(ctx)
-		res, human = f, func() {
-			if f.Items == 0 {
-				fmt.Fprintln(w, "listen buffer is empty: nothing to flush")
-				return
-			}
-			fmt.Fprintf(w, "%d item(s) moved to the outbox as one batch (seq %d)\n", f.Items, f.Seq)
-		}
-	case "ptt":
-		var p control.PTTResult
-		p, err = c.PTT(ctx, a[1] == "down")
-		res, human = p, func() {
-			if p.Down {
-				fmt.Fprintln(w, "push-to-talk: down (recording)")
-			} else {
-				fmt.Fprintln(w, "push-to-talk: up")
-			}
-		}
-	}
-	if err != nil {
+func execute(ctx context.Context, cmd command, c *control.Client, o options, w io.Writer) error {
+	res, err := cmd.call(ctx, c, o, w)
+	switch {
+	case err != nil:
 		return err
-	}
-	if o.json {
+	case res.value == nil:
+		return nil
+	case o.json:
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
-		return enc.Encode(res)
+		return enc.Encode(res.value)
 	}
-	human()
+	res.print(w)
 	return nil
-}
-
-func printStatus(w io.Writer, s control.Status) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	link := "offline"
-	if s.Online {
-		link = "online"
-	}
-	fmt.Fprintf(tw, "device:\t%s\n", s.DeviceID)
-	fmt.Fprintf(tw, "mode:\t%s\n", s.Mode)
-	fmt.Fprintf(tw, "buffered:\t%d\n", s.Buffered)
-	fmt.Fprintf(tw, "outbox:\t%d\n", s.Outbox)
-	fmt.Fprintf(tw, "link:\t%s\n", link)
-	if s.LastUtterance != nil {
-		fmt.Fprintf(tw, "last utterance:\t%q at %s\n", s.LastUtterance.Text, s.LastUtterance.At.Local().Format(time.DateTime))
-	} else {
-		fmt.Fprintf(tw, "last utterance:\t-\n")
-	}
-	fmt.Fprintf(tw, "transcribed:\t%d utterance(s)\n", s.Transcriptions)
-	fmt.Fprintf(tw, "model:\t%s\n", s.Model)
-	fmt.Fprintf(tw, "version:\t%s\n", s.Version)
-	fmt.Fprintf(tw, "uptime:\t%s\n", (time.Duration(s.UptimeSeconds) * time.Second).String())
-	fmt.Fprintf(tw, "refused (store full):\t%d\n", s.Refused)
-	tw.Flush()
-}
-
-func printSay(w io.Writer, s control.SayResult) {
-	switch s.Action {
-	case "feedback":
-		fmt.Fprintln(w, "wake phrase: switched to feedback")
-	case "listen":
-		fmt.Fprintln(w, "wake phrase: switched to listen")
-	}
-	if s.Flushed > 0 {
-		fmt.Fprintf(w, "%d buffered item(s) sent as one batch\n", s.Flushed)
-	}
-	switch s.Stored {
-	case "listen_buffer":
-		fmt.Fprintf(w, "stored in the listen buffer (%s)\n", s.ID)
-	case "outbox":
-		fmt.Fprintf(w, "queued for the backend (%s)\n", s.ID)
-	default:
-		fmt.Fprintln(w, "nothing stored")
-	}
-	fmt.Fprintf(w, "mode: %s\n", s.Mode)
-}
-
-func printRecords(w io.Writer, l control.BufferList) {
-	if len(l.Records) == 0 {
-		fmt.Fprintln(w, "listen buffer is empty")
-		return
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SEQ\tSTARTED\tSECS\tLANG\tTEXT")
-	for _, r := range l.Records {
-		fmt.Fprintf(tw, "%d\t%s\t%.1f\t%s\t%s\n", r.Seq, r.StartedAt.Local().Format(time.DateTime),
-			float64(r.DurationMS)/1000, r.Lang, r.Text)
-	}
-	tw.Flush()
-	if l.Total > len(l.Records) {
-		fmt.Fprintf(w, "(%d of %d shown; --limit N for more)\n", len(l.Records), l.Total)
-	}
-}
-
-func printOutbox(w io.Writer, ob control.Outbox) {
-	link := "offline"
-	if ob.Online {
-		link = "online"
-	}
-	fmt.Fprintf(w, "%d entr%s waiting (%s)\n", ob.Count, map[bool]string{true: "y", false: "ies"}[ob.Count == 1], link)
-	if len(ob.Entries) == 0 {
-		return
-	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "SEQ\tLANE\tKIND\tCREATED\tBYTES\tID")
-	for _, e := range ob.Entries {
-		fmt.Fprintf(tw, "%d\t%s\t%s\t%s\t%d\t%s\n", e.Seq, e.Lane, e.Kind, e.CreatedAt.Local().Format(time.DateTime), e.Bytes, e.ID)
-	}
-	tw.Flush()
 }

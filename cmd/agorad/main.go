@@ -1,7 +1,7 @@
 // Command agorad is the voice-driven edge daemon for inspection hardware.
 // Its subcommands run the daemon (run), transcribe WAV files through the
 // same pipeline (transcribe), list audio devices (devices) and download
-// models (model fetch).
+// models (model fetch) or import them (model import).
 package main
 
 import (
@@ -19,9 +19,10 @@ var version = "dev"
 
 // Exit codes.
 const (
-	exitOK     = 0
-	exitFailed = 1 // some inputs failed
-	exitUsage  = 2 // usage or configuration error
+	exitOK        = 0
+	exitFailed    = 1 // some inputs failed; the daemon could not start or failed while running
+	exitUsage     = 2 // usage or configuration error
+	exitUndrained = 3 // run with a file input: processed, but the outbox was not drained in time (entries stay stored)
 )
 
 func main() {
@@ -38,6 +39,7 @@ commands:
   transcribe FILE...       transcribe WAV files: one JSON object per utterance
   devices                  list audio input devices
   model fetch NAME         download a model from the catalog into ./models
+  model import DIR         convert a CTranslate2 (faster-whisper) Whisper model to ggml
   model list               list the models in the catalog
   version                  print the version
   help                     print this help

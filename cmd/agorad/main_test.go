@@ -3,8 +3,12 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
+	"fmt"
 	"strings"
 	"testing"
+
+	"github.com/agora/agorad/cmd/agorad/internal/daemon"
 )
 
 func TestDispatch(t *testing.T) {
@@ -36,6 +40,23 @@ func TestDispatch(t *testing.T) {
 		if code != tc.code || !strings.Contains(out.String(), tc.stdout) || !strings.Contains(errOut.String(), tc.stderr) {
 			t.Errorf("agorad %q: exit %d, stdout %q, stderr %q; want exit %d, stdout with %q, stderr with %q",
 				tc.args, code, out.String(), errOut.String(), tc.code, tc.stdout, tc.stderr)
+		}
+	}
+}
+
+func TestRunExitCode(t *testing.T) {
+	tests := []struct {
+		err  error
+		want int
+	}{
+		{nil, exitOK},
+		{fmt.Errorf("start: %w", &daemon.ConfigError{Err: errors.New("wake rules: empty")}), exitUsage},
+		{daemon.ErrUndrained, exitUndrained},
+		{fmt.Errorf("microphone: %w", errors.New("no such device")), exitFailed},
+	}
+	for _, tt := range tests {
+		if got := runExitCode(tt.err); got != tt.want {
+			t.Errorf("runExitCode(%v) = %d, want %d", tt.err, got, tt.want)
 		}
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/agora/agorad/transcribe"
 	"github.com/agora/agorad/transcribe/model"
 )
 
@@ -29,7 +28,7 @@ func cmdModel(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 	case "list":
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "NAME\tKIND\tFILE\tSIZE")
-		for _, e := range transcribe.Catalog {
+		for _, e := range model.Catalog {
 			size := "?"
 			if e.Size > 0 {
 				size = fmt.Sprintf("%.0f MB", float64(e.Size)/1e6)
@@ -67,11 +66,11 @@ func cmdModelFetch(ctx context.Context, args []string, stdout, stderr io.Writer,
 		fmt.Fprintln(stderr, "agorad model fetch: give exactly one model NAME (agorad model list shows them)")
 		return exitUsage
 	}
-	e, ok := transcribe.LookupCatalog(names[0])
+	e, ok := model.Lookup(names[0])
 	if ok {
 		fmt.Fprintf(stderr, "fetching %s from %s\n", e.File, e.URL)
 	}
-	path, err := transcribe.Fetch(ctx, names[0], *dir, client)
+	path, err := model.Fetch(ctx, names[0], *dir, client)
 	if err != nil {
 		fmt.Fprintf(stderr, "agorad model fetch: %v\n", err)
 		if !ok {

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -90,8 +91,27 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		}
 	}()
 
-	return daemon.Run(ctx, daemon.Options{
+	err = daemon.Run(ctx, daemon.Options{
 		Config: cfg, ConfigPath: *cfgPath, DrainTimeout: *drain, Version: version,
 		Logger: logger, LevelVar: level, Reload: reload,
 	})
+	if err != nil {
+		logger.Error("agorad stopped", "err", err)
+	}
+	return runExitCode(err)
+}
+
+// runExitCode maps how the daemon stopped to the process's exit code.
+func runExitCode(err error) int {
+	var cfgErr *daemon.ConfigError
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &cfgErr):
+		return exitUsage
+	case errors.Is(err, daemon.ErrUndrained):
+		return exitUndrained
+	default:
+		return exitFailed
+	}
 }

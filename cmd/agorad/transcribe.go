@@ -17,6 +17,7 @@ import (
 	"github.com/agora/agorad/audio/segment"
 	"github.com/agora/agorad/audio/vad"
 	"github.com/agora/agorad/transcribe"
+	"github.com/agora/agorad/transcribe/model"
 	"github.com/agora/agorad/wake"
 )
 
@@ -49,7 +50,7 @@ type pipeline interface {
 type realPipeline struct{}
 
 func (realPipeline) Resolve(kind, name, path string) (string, error) {
-	return transcribe.ResolveModel(kind, name, path)
+	return model.Resolve(kind, name, path)
 }
 
 func (realPipeline) Transcriber(opts transcribe.Options) (utteranceTranscriber, error) {

@@ -1,7 +1,8 @@
 // Package brokertest runs a real mosquitto for tests: its own config and
 // persistence in t.TempDir(), a free 127.0.0.1 port that survives Stop and
-// Start (for outage tests), optional password and TLS listeners, and a
-// Subscriber that records what reaches a topic filter.
+// Start (for outage tests), optional password and TLS listeners, a
+// Subscriber that records what reaches a topic filter, and a Log that keeps
+// what a client under test logged.
 package brokertest
 
 import (

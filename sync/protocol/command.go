@@ -7,6 +7,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/agora/agorad/buffer"
 )
 
 // Command types accepted on the commands topic.
@@ -14,12 +16,6 @@ const (
 	CmdSetMode = "set_mode" // {"id","type":"set_mode","mode":"listen"|"feedback"}
 	CmdAck     = "ack"      // {"id","type":"ack","ids":[...]}: backend confirms batch/message ids
 	CmdPing    = "ping"     // {"id","type":"ping"}
-)
-
-// Modes a set_mode command may ask for.
-const (
-	ModeListen   = "listen"
-	ModeFeedback = "feedback"
 )
 
 // Limits on inbound commands.
@@ -33,8 +29,8 @@ const (
 type Command struct {
 	ID   string
 	Type string
-	Mode string   // set_mode only
-	IDs  []string // ack only
+	Mode buffer.Mode // set_mode only
+	IDs  []string    // ack only
 }
 
 // CommandError says which field of a command was wrong and why.
@@ -109,11 +105,12 @@ func ParseCommand(deviceID string, payload []byte) (Command, error) {
 	}
 	switch cmd.Type {
 	case CmdSetMode:
-		if cmd.Mode, err = stringField(fields, "mode", true); err != nil {
+		mode, err := stringField(fields, "mode", true)
+		if err != nil {
 			return Command{}, err
 		}
-		if cmd.Mode != ModeListen && cmd.Mode != ModeFeedback {
-			return Command{}, cmdErr("mode", "%q is not \"listen\" or \"feedback\"", cmd.Mode)
+		if cmd.Mode, err = buffer.ParseMode(mode); err != nil {
+			return Command{}, cmdErr("mode", "%v", err)
 		}
 	case CmdAck:
 		raw, ok := fields["ids"]

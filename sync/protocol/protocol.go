@@ -10,6 +10,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"regexp"
 	"strings"
 	"time"
 
@@ -57,19 +58,18 @@ func Topic(deviceID, name string) string {
 	return "agora/v1/" + deviceID + "/" + name
 }
 
-// ValidateDeviceID rejects ids that would break the topic tree (MQTT level
-// separators and wildcards) or the client id.
+// ValidateDeviceID is the one check of a device id (the configuration's
+// device_id, the uplink, every rendered message): 1 to 64 letters, digits,
+// '.', '_' or '-', so it can never break the topic tree (MQTT level
+// separators, wildcards, '$' topics) or the client id.
 func ValidateDeviceID(id string) error {
-	switch {
-	case id == "":
-		return fmt.Errorf("device_id: empty")
-	case len(id) > 64:
-		return fmt.Errorf("device_id %q: longer than 64 bytes", id)
-	case strings.ContainsAny(id, "/+#$ \t\r\n\x00"):
-		return fmt.Errorf("device_id %q: must not contain '/', '+', '#', '$', whitespace or NUL", id)
+	if !deviceIDRe.MatchString(id) {
+		return fmt.Errorf("device_id: %q is not 1 to 64 letters, digits, '.', '_' or '-' (it is part of MQTT topics)", id)
 	}
 	return nil
 }
+
+var deviceIDRe = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
 // Envelope is the header of every outgoing message.
 type Envelope struct {
@@ -122,12 +122,6 @@ type Batch struct {
 	Count   int          `json:"count"`
 	Items   []Item       `json:"items"`
 	Context BatchContext `json:"context"`
-}
-
-// BatchBody is the outbox Body of a buffer.KindBatch entry.
-type BatchBody struct {
-	Items []buffer.Record `json:"items"`
-	Count int             `json:"count"`
 }
 
 // AckBody is the outbox Body of a buffer.KindAck entry: the device's reply to
@@ -189,7 +183,7 @@ func Render(deviceID string, e buffer.Entry) (topic string, payload []byte, err 
 		}
 		topic, msg = TopicUtterances, u
 	case buffer.KindBatch:
-		var b BatchBody
+		var b buffer.BatchBody
 		if err := json.Unmarshal(e.Body, &b); err != nil {
 			return "", nil, fmt.Errorf("render batch entry %s: body: %w", e.ID, err)
 		}

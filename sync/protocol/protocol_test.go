@@ -70,7 +70,7 @@ func TestRenderBatch(t *testing.T) {
 		recs = append(recs, buffer.Record{ID: string(rune('a' + i)), Seq: uint64(10 + i), Text: strings.Repeat("x", i+1)})
 	}
 	e := buffer.Entry{ID: "batch-1", Seq: 13, Kind: buffer.KindBatch, CreatedAt: time.Now(),
-		Body: mustJSON(t, BatchBody{Items: recs, Count: 3})}
+		Body: mustJSON(t, buffer.BatchBody{Items: recs, Count: 3})}
 	topic, payload, err := Render("d", e)
 	if err != nil {
 		t.Fatal(err)

@@ -2,9 +2,7 @@ package uplink
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
-	"math/rand/v2"
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
@@ -12,10 +10,6 @@ import (
 	"github.com/agora/agorad/buffer"
 	"github.com/agora/agorad/sync/protocol"
 )
-
-func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }
-
-func randInt63n(n int64) int64 { return rand.Int64N(n) }
 
 // session publishes status and drains the outbox until the connection is
 // lost or ctx ends.

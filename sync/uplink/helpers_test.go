@@ -1,7 +1,6 @@
 package uplink
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -19,7 +18,7 @@ import (
 
 func newStore(t testing.TB) *buffer.Store {
 	t.Helper()
-	st, err := buffer.Open(t.TempDir(), buffer.Options{Sync: buffer.SyncNone, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	st, err := buffer.Open(t.TempDir(), buffer.Options{Sync: buffer.SyncNone, Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}
@@ -27,54 +26,39 @@ func newStore(t testing.TB) *buffer.Store {
 	return st
 }
 
-// syncBuf is a goroutine-safe log sink.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 func testOptions(deviceID, url string) Options {
 	return Options{DeviceID: deviceID, BrokerURL: url, BackoffMin: 20 * time.Millisecond, BackoffMax: 200 * time.Millisecond,
 		KeepAlive: 5 * time.Second, ConnectTimeout: 2 * time.Second, PublishTimeout: 5 * time.Second,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Logger: slog.New(slog.DiscardHandler),
 		Status: func() protocol.Status { return protocol.Status{Mode: "feedback", Version: "test", Model: "tiny"} }}
 }
 
-// runClient runs c until the test ends.
-func runClient(t testing.TB, c *Client) {
+// runClient runs c until the test ends, or until the returned stop, which
+// cancels Run and waits for it to return.
+func runClient(t testing.TB, c *Client) (stop func()) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() { defer close(done); _ = c.Run(ctx) }()
-	t.Cleanup(func() {
-		cancel()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			t.Errorf("uplink Run did not return after cancel")
-		}
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			cancel()
+			select {
+			case <-done:
+			case <-time.After(10 * time.Second):
+				t.Errorf("uplink Run did not return after cancel")
+			}
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 // runUntil runs c until cond holds, then stops it and waits for Run to return.
 func runUntil(t testing.TB, c *Client, what string, cond func() bool) {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = c.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	defer runClient(t, c)()
 	waitUntil(t, 10*time.Second, what, cond)
 }
 

@@ -8,10 +8,11 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
-	"net/url"
+	"math/rand/v2"
 	"os"
 	"sync"
 	"sync/atomic"
@@ -48,7 +49,7 @@ type StatusFunc func() protocol.Status
 // Options configure a Client. Zero durations and sizes take the defaults.
 type Options struct {
 	DeviceID  string
-	BrokerURL string // tcp://host:1883, ssl://host:8883 (tls:// and mqtts:// also accepted)
+	BrokerURL string // tcp://host:1883, ssl://host:8883 (see ParseBrokerURL); "" = no broker
 	Username  string
 	Password  string // never logged
 
@@ -117,17 +118,18 @@ func New(opts Options, outbox Outbox, handler CommandHandler) (*Client, error) {
 	if outbox == nil {
 		return nil, errors.New("uplink: nil outbox")
 	}
-	u, err := url.Parse(opts.BrokerURL)
-	if err != nil || u.Host == "" {
-		return nil, fmt.Errorf("uplink options: broker_url %q: want scheme://host:port", opts.BrokerURL)
-	}
-	secure := false
-	switch u.Scheme {
-	case "tcp", "mqtt":
-	case "ssl", "tls", "mqtts", "tcps":
-		secure = true
-	default:
-		return nil, fmt.Errorf("uplink options: broker_url %q: unsupported scheme %q (tcp, mqtt, ssl, tls, mqtts)", u.Redacted(), u.Scheme)
+	// No broker (the configuration's empty mqtt.broker): Run keeps
+	// everything in the outbox.
+	var (
+		redacted string
+		secure   bool
+	)
+	if opts.BrokerURL != "" {
+		u, tls, err := ParseBrokerURL(opts.BrokerURL)
+		if err != nil {
+			return nil, fmt.Errorf("uplink options: broker_url %w", err)
+		}
+		redacted, secure = u.Redacted(), tls
 	}
 	setDefault(&opts.KeepAlive, 30*time.Second)
 	setDefault(&opts.ConnectTimeout, 10*time.Second)
@@ -145,7 +147,7 @@ func New(opts Options, outbox Outbox, handler CommandHandler) (*Client, error) {
 		opts.Logger = slog.Default()
 	}
 	c := &Client{
-		opts: opts, outbox: outbox, handler: handler, url: u.Redacted(),
+		opts: opts, outbox: outbox, handler: handler, url: redacted,
 		log:           opts.Logger.With("component", "uplink"),
 		onlineChanged: make(chan bool, 1),
 		statusReq:     make(chan struct{}, 1),
@@ -154,6 +156,7 @@ func New(opts Options, outbox Outbox, handler CommandHandler) (*Client, error) {
 		awaiting:      map[string]time.Time{},
 	}
 	if secure || opts.CAFile != "" || opts.CertFile != "" {
+		var err error
 		if c.tls, err = TLSConfig(opts.CAFile, opts.CertFile, opts.KeyFile, opts.ServerName); err != nil {
 			return nil, err
 		}
@@ -238,11 +241,17 @@ func (c *Client) setOnline(v bool) {
 
 // Run connects, drains the outbox, publishes status and serves commands
 // until ctx ends; broker failures are retried with backoff, never returned.
+// With no BrokerURL it only waits for ctx: everything stays in the outbox.
 // Call it once.
 func (c *Client) Run(ctx context.Context) error {
 	c.mu.Lock()
 	c.stopped = ctx.Done()
 	c.mu.Unlock()
+	if c.opts.BrokerURL == "" {
+		c.log.Warn("no MQTT broker configured: everything stays in the outbox")
+		<-ctx.Done()
+		return nil
+	}
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { c.serveCommands(ctx); return nil })
 	g.Go(func() error { c.connectLoop(ctx); return nil })
@@ -306,7 +315,7 @@ func backoff(min, max time.Duration, attempt int) time.Duration {
 	if ceil <= min {
 		return min
 	}
-	return min + time.Duration(randInt63n(int64(ceil-min)))
+	return min + time.Duration(rand.Int64N(int64(ceil-min)))
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {
@@ -407,15 +416,15 @@ func wait(ctx context.Context, tok paho.Token, timeout time.Duration, lost <-cha
 	}
 }
 
-// onMessage runs on paho's goroutine: validate, count, queue for
-// serveCommands. Blocking here holds back further inbound messages, which is
-// the back-pressure we want.
 // inbound is a valid command with the message to acknowledge once it is done.
 type inbound struct {
 	cmd protocol.Command
 	msg paho.Message
 }
 
+// onMessage runs on paho's goroutine: validate, count, queue for
+// serveCommands. Blocking here holds back further inbound messages, which is
+// the back-pressure we want.
 func (c *Client) onMessage(_ paho.Client, m paho.Message) {
 	cmd, err := protocol.ParseCommand(c.opts.DeviceID, m.Payload())
 	if err != nil {
@@ -460,7 +469,7 @@ func (c *Client) handleCommand(ctx context.Context, cmd protocol.Command) bool {
 			return false
 		}
 	}
-	ack := protocol.AckBody{CommandID: cmd.ID, CommandType: cmd.Type, OK: true, Mode: cmd.Mode}
+	ack := protocol.AckBody{CommandID: cmd.ID, CommandType: cmd.Type, OK: true, Mode: string(cmd.Mode)}
 	if c.handler != nil {
 		err := c.handler.HandleCommand(ctx, cmd)
 		if ctx.Err() != nil {
@@ -472,7 +481,7 @@ func (c *Client) handleCommand(ctx context.Context, cmd protocol.Command) bool {
 			c.log.Warn("MQTT command failed", "id", cmd.ID, "type", cmd.Type, "err", err)
 		}
 	}
-	body, err := jsonMarshal(ack)
+	body, err := json.Marshal(ack)
 	if err == nil {
 		_, err = c.outbox.Enqueue(buffer.LaneControl, buffer.KindAck, !c.Online(), body)
 	}

@@ -73,7 +73,8 @@ func TestNewRejectsBadOptions(t *testing.T) {
 	}{
 		{"bad device", "device_id", func(o *Options) { o.DeviceID = "a/b" }},
 		{"bad url", "broker_url", func(o *Options) { o.BrokerURL = "localhost" }},
-		{"bad scheme", "unsupported scheme", func(o *Options) { o.BrokerURL = "http://x:1" }},
+		{"bad scheme", `scheme "http" is not one of`, func(o *Options) { o.BrokerURL = "http://x:1" }},
+		{"websocket", `scheme "ws" is not one of`, func(o *Options) { o.BrokerURL = "ws://x:1" }},
 		{"missing ca", "nope.pem", func(o *Options) { o.CAFile = filepath.Join(dir, "nope.pem") }},
 		{"ca not pem", notPEM, func(o *Options) { o.CAFile = notPEM }},
 		{"cert without key", "together", func(o *Options) { o.CertFile = notPEM }},
@@ -89,6 +90,51 @@ func TestNewRejectsBadOptions(t *testing.T) {
 				t.Fatalf("err = %v, want it to mention %q", err, tt.wantIn)
 			}
 		})
+	}
+}
+
+// An empty broker URL (the configuration's "no uplink") starts, keeps
+// everything in the outbox and stops on cancel.
+func TestNoBroker(t *testing.T) {
+	st := newStore(t)
+	enqueueUtterances(t, st, 2, true, "kept")
+	c := newClient(t, testOptions("dev-n", ""), st, nil)
+	runUntil(t, c, "a while without a broker", func() bool { time.Sleep(200 * time.Millisecond); return true })
+	if n, _ := st.OutboxCount(); n != 2 || c.Online() || c.Stats().Connects+c.Stats().ConnectFailures != 0 {
+		t.Fatalf("outbox %d, online %v, stats %+v; want both entries kept and no connection tried", n, c.Online(), c.Stats())
+	}
+}
+
+func TestParseBrokerURL(t *testing.T) {
+	tests := []struct {
+		raw     string
+		tls     bool
+		wantErr string
+	}{
+		{"tcp://127.0.0.1:1883", false, ""},
+		{"mqtt://broker.example:1883", false, ""},
+		{"ssl://broker.example:8883", true, ""},
+		{"tls://broker.example:8883", true, ""},
+		{"mqtts://broker.example:8883", true, ""},
+		{"tcps://broker.example:8883", true, ""},
+		{"wss://broker.example:443", false, `scheme "wss" is not one of`},
+		{"http://x:1", false, `scheme "http" is not one of`},
+		{"localhost:1883", false, "is not a URL scheme://host:port"},
+		{"tcp://", false, "is not a URL scheme://host:port"},
+		{"tcp://%zz:1", false, "is not a URL"},      // unparsable: not echoed, it may hold a password
+		{"tcp://user:secret@:1883", false, "xxxxx"}, // no host; the password is redacted
+	}
+	for _, tt := range tests {
+		u, tls, err := ParseBrokerURL(tt.raw)
+		if tt.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.wantErr) || strings.Contains(err.Error(), "secret") {
+				t.Errorf("ParseBrokerURL(%q) = %v, want an error with %q and no password", tt.raw, err, tt.wantErr)
+			}
+			continue
+		}
+		if err != nil || tls != tt.tls || u.String() != tt.raw {
+			t.Errorf("ParseBrokerURL(%q) = %v, tls %v, %v; want tls %v", tt.raw, u, tls, err, tt.tls)
+		}
 	}
 }
 
@@ -184,9 +230,9 @@ func TestBatchBeforeCommand(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	batch, ok, err := st.FlushListen(true)
-	if err != nil || !ok {
-		t.Fatalf("flush: %v %v", ok, err)
+	batch, n, err := st.FlushListen(true)
+	if err != nil || n != len(texts) {
+		t.Fatalf("flush: %d records, %v", n, err)
 	}
 	cmd, err := st.EnqueueUtterance(buffer.Record{Text: "what is the torque spec", Source: "mic"})
 	if err != nil {
@@ -364,7 +410,7 @@ func TestMalformedCommands(t *testing.T) {
 	acks := b.Subscribe(t, "agora/v1/dev-e/acks")
 	st := newStore(t)
 	h := &recordingHandler{}
-	logs := &syncBuf{}
+	logs := &brokertest.Log{}
 	opts := testOptions("dev-e", b.URL())
 	opts.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	c := newClient(t, opts, st, h)
@@ -422,7 +468,7 @@ func TestPasswordAuth(t *testing.T) {
 	const user, pass = "device", "s3cret-Pa55word"
 	b := brokertest.Start(t, brokertest.WithPassword(user, pass), brokertest.WithPassword("backend", "bpw"))
 	sub := b.Subscribe(t, "agora/v1/dev-f/utterances", brokertest.WithAuth("backend", "bpw"))
-	logs := &syncBuf{}
+	logs := &brokertest.Log{}
 	log := slog.New(slog.NewTextHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
 
 	st := newStore(t)
@@ -476,7 +522,9 @@ func TestTLS(t *testing.T) {
 		t.Fatal("connected without a client certificate")
 	}
 
+	// tcps:// is the same TLS connection as the ssl:// above.
 	opts := noCert
+	opts.BrokerURL = strings.Replace(b.URL(), "ssl://", "tcps://", 1)
 	opts.CertFile, opts.KeyFile = f("client.pem"), f("client.key")
 	c := newClient(t, opts, st, nil)
 	runClient(t, c)

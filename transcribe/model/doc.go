@@ -1,7 +1,13 @@
-// Package model handles whisper model files: importing CTranslate2 Whisper
-// models (the faster-whisper format) into the ggml files whisper.cpp loads.
+// Package model handles model files, for whisper and the Silero VAD alike:
+// finding one by name or path (Resolve, ResolveIn), the catalog of
+// official ggml models (Catalog, Lookup), downloading them (Fetch), and
+// importing CTranslate2 Whisper models (the faster-whisper format) into
+// the ggml files whisper.cpp loads (Import). Checking a file's contents is
+// audio/ggml's job (CheckWhisper, CheckSilero), shared with the VAD.
 //
-// Invariants: an imported file appears complete or not at all; an error
-// names the file at fault; the same input and type give the same bytes
-// (so a recorded sha256 identifies an import).
+// Invariants: a fetched or imported file appears complete or not at all
+// (temporary file, fsync, rename); an explicitly configured path is never
+// replaced by another file; errors name the model and the file at fault;
+// an import is deterministic (the same input and type give the same bytes,
+// so a recorded sha256 identifies it).
 package model

@@ -15,6 +15,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/agora/agorad/audio/ggml"
 )
 
 // Weight types `agorad model import --type` writes, named as whisper.cpp
@@ -30,9 +32,9 @@ var ImportTypes = []string{TypeF16, TypeF32, TypeQ8_0}
 
 // ggml tensor types and whisper file types (ggml.h: ggml_type, ggml_ftype).
 const (
-	ggmlF32  = 0
-	ggmlF16  = 1
-	ggmlQ8_0 = 8
+	ggmlF32  = ggml.TypeF32
+	ggmlF16  = ggml.TypeF16
+	ggmlQ8_0 = ggml.TypeQ8_0
 
 	ftypeQ8_0 = 7
 	// Quantized files carry ggml's quantization version in the file type
@@ -41,17 +43,10 @@ const (
 	qntVersion       = 2
 )
 
-// WhisperHeader holds the hyper-parameters at the top of a whisper ggml
-// file, in file order.
-type WhisperHeader struct {
-	NVocab, NAudioCtx, NAudioState, NAudioHead, NAudioLayer   int32
-	NTextCtx, NTextState, NTextHead, NTextLayer, NMels, FType int32
-}
-
 // Imported describes a model Import wrote.
 type Imported struct {
 	Path     string
-	Header   WhisperHeader
+	Header   ggml.WhisperHeader
 	Type     string
 	Tensors  int
 	Bytes    int64
@@ -161,7 +156,7 @@ func Import(srcDir, out, typ string) (Imported, error) {
 	cw := &countWriter{w: io.MultiWriter(tmp, sum)}
 	w := bufio.NewWriterSize(cw, 1<<20)
 	wr := &whisperWriter{w: w, typ: typ}
-	wr.ints(0x67676d6c) // "ggml"
+	wr.ints(ggml.Magic)
 	wr.ints(h.NVocab, h.NAudioCtx, h.NAudioState, h.NAudioHead, h.NAudioLayer,
 		h.NTextCtx, h.NTextState, h.NTextHead, h.NTextLayer, h.NMels, h.FType)
 	// whisper.cpp computes the spectrogram with this bank (n_fft 400 at
@@ -190,6 +185,9 @@ func Import(srcDir, out, typ string) (Imported, error) {
 	if err := w.Flush(); err != nil {
 		return res, fmt.Errorf("import model: write %s: %w", tmp.Name(), err)
 	}
+	if err := tmp.Chmod(0o644); err != nil { // CreateTemp makes it 0600; a model is not a secret
+		return res, fmt.Errorf("import model: %w", err)
+	}
 	if err := tmp.Sync(); err != nil {
 		return res, fmt.Errorf("import model: write %s: %w", tmp.Name(), err)
 	}
@@ -208,8 +206,8 @@ func Import(srcDir, out, typ string) (Imported, error) {
 }
 
 // whisperHparams derives the header from the variables' shapes.
-func whisperHparams(m *ct2Model) (WhisperHeader, error) {
-	var h WhisperHeader
+func whisperHparams(m *ct2Model) (ggml.WhisperHeader, error) {
+	var h ggml.WhisperHeader
 	shape := func(name string, rank int) ([]int, error) {
 		v, ok := m.lookup(name)
 		if !ok {
@@ -251,7 +249,7 @@ func whisperHparams(m *ct2Model) (WhisperHeader, error) {
 		}
 		return int32(state / 64) // every Whisper size has 64-wide heads
 	}
-	h = WhisperHeader{
+	h = ggml.WhisperHeader{
 		NVocab: int32(emb[0]), NAudioCtx: int32(epe[0]), NAudioState: int32(epe[1]),
 		NAudioHead: heads("encoder", epe[1]), NAudioLayer: count("encoder"),
 		NTextCtx: int32(dpe[0]), NTextState: int32(dpe[1]),
@@ -312,7 +310,7 @@ func checkPreprocessor(dir string, nMels int) error {
 
 // writeTensors writes every tensor whisper.cpp's loader expects, named and
 // shaped as its converters write them, and returns how many.
-func writeTensors(wr *whisperWriter, m *ct2Model, h WhisperHeader) (int, error) {
+func writeTensors(wr *whisperWriter, m *ct2Model, h ggml.WhisperHeader) (int, error) {
 	n := 0
 	put := func(name, src string, part, parts int) error {
 		data, shape, err := m.floats(src)
@@ -512,11 +510,4 @@ func (c *countWriter) Write(p []byte) (int, error) {
 	n, err := c.w.Write(p)
 	c.n += int64(n)
 	return n, err
-}
-
-func syncDir(dir string) {
-	if d, err := os.Open(dir); err == nil {
-		d.Sync()
-		d.Close()
-	}
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agora/agorad/audio/ggml"
 	"github.com/agora/agorad/audio/testaudio"
 )
 
@@ -131,7 +132,7 @@ func sortStrings(s []string) {
 
 // ggmlFile is a parsed whisper ggml file (test reader, independent of the writer).
 type ggmlFile struct {
-	h       WhisperHeader
+	h       ggml.WhisperHeader
 	filters []float32
 	vocab   []string
 	tensors map[string]ggmlTensor
@@ -238,7 +239,7 @@ func TestImportLayout(t *testing.T) {
 			}
 			g := readGGML(t, out)
 			wantFType := map[string]int32{TypeF32: 0, TypeF16: 1, TypeQ8_0: 2007}[typ]
-			want := WhisperHeader{NVocab: 5, NAudioCtx: 8, NAudioState: 64, NAudioHead: 1, NAudioLayer: 1,
+			want := ggml.WhisperHeader{NVocab: 5, NAudioCtx: 8, NAudioState: 64, NAudioHead: 1, NAudioLayer: 1,
 				NTextCtx: 4, NTextState: 64, NTextHead: 1, NTextLayer: 1, NMels: 80, FType: wantFType}
 			if g.h != want || res.Header != want {
 				t.Fatalf("header %+v (reported %+v), want %+v", g.h, res.Header, want)
@@ -421,7 +422,7 @@ func TestImportRealTinyEn(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := WhisperHeader{NVocab: 51864, NAudioCtx: 1500, NAudioState: 384, NAudioHead: 6, NAudioLayer: 4,
+	want := ggml.WhisperHeader{NVocab: 51864, NAudioCtx: 1500, NAudioState: 384, NAudioHead: 6, NAudioLayer: 4,
 		NTextCtx: 448, NTextState: 384, NTextHead: 6, NTextLayer: 4, NMels: 80, FType: 1}
 	if a.Header != want || a.Tensors != 167 {
 		t.Fatalf("header %+v with %d tensors, want %+v with 167 (as whisper.cpp's tiny.en)", a.Header, a.Tensors, want)

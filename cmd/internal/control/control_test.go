@@ -19,6 +19,7 @@ import (
 
 	"github.com/agora/agorad/cmd/internal/control"
 	"github.com/agora/agorad/cmd/internal/control/controltest"
+	"github.com/agora/agorad/cmd/internal/testrun"
 )
 
 func ctx(t *testing.T) context.Context {
@@ -227,9 +228,7 @@ func TestSocketPermissionsAndStaleSocket(t *testing.T) {
 	if len(entries) != 1 {
 		t.Fatalf("temporary files left: %v", entries)
 	}
-	cctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- control.Serve(cctx, ln, controltest.NewFake(0)) }()
+	serve := testrun.Start(t, "Serve", func(ctx context.Context) error { return control.Serve(ctx, ln, controltest.NewFake(0)) })
 
 	// A live socket is not taken over.
 	if _, err := control.Listen(path); err == nil || !strings.Contains(err.Error(), "already answering") || !strings.Contains(err.Error(), path) {
@@ -240,14 +239,8 @@ func TestSocketPermissionsAndStaleSocket(t *testing.T) {
 	if _, err := c.Status(ctx(t)); err != nil {
 		t.Fatal(err)
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Serve: %v", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Serve did not return after cancel")
+	if err := serve.Stop(); err != nil {
+		t.Fatalf("Serve: %v", err)
 	}
 	if _, err := c.Status(ctx(t)); err == nil {
 		t.Fatal("client still served after shutdown")

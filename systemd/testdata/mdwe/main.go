@@ -11,7 +11,7 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/agora/agorad/transcribe/ggml"
+	"github.com/agora/agorad/audio/ggml"
 	"github.com/ggerganov/whisper.cpp/bindings/go/pkg/whisper"
 )
 

@@ -2,68 +2,22 @@ package daemon
 
 import (
 	"context"
-	"io"
+	"errors"
 	"log/slog"
 	"math"
-	"os"
 	"path/filepath"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
 	"github.com/agora/agorad/audio"
-	"github.com/agora/agorad/audio/testaudio"
 	"github.com/agora/agorad/buffer"
-	"github.com/agora/agorad/cmd/agorad/internal/evdev"
+	"github.com/agora/agorad/cmd/internal/testrun"
 	"github.com/agora/agorad/configs"
+	"github.com/agora/agorad/configs/configtest"
 	"github.com/agora/agorad/sync/brokertest"
 	"github.com/agora/agorad/transcribe"
-	"github.com/agora/agorad/wake"
 )
-
-// scriptedSource hands out chunks only when the test releases them and says
-// when the daemon is waiting for the next one, so key presses can be put
-// between exact samples.
-type scriptedSource struct {
-	chunks  chan audio.Chunk
-	waiting chan struct{}
-}
-
-func newScriptedSource() *scriptedSource {
-	return &scriptedSource{chunks: make(chan audio.Chunk), waiting: make(chan struct{}, 1)}
-}
-
-func (s *scriptedSource) Read(ctx context.Context) (audio.Chunk, error) {
-	select {
-	case s.waiting <- struct{}{}:
-	default:
-	}
-	select {
-	case c, ok := <-s.chunks:
-		if !ok {
-			return audio.Chunk{}, io.EOF
-		}
-		return c, nil
-	case <-ctx.Done():
-		return audio.Chunk{}, ctx.Err()
-	}
-}
-
-func (s *scriptedSource) Close() error { return nil }
-
-// waitIdle returns once the daemon has finished with the previous chunk and
-// asks for the next.
-func (s *scriptedSource) waitIdle(t *testing.T) {
-	t.Helper()
-	select {
-	case <-s.waiting:
-	case <-time.After(10 * time.Second):
-		t.Fatal("daemon never asked for the next chunk")
-	}
-}
 
 // recordingTranscriber remembers what whisper would have been given.
 type recordingTranscriber struct {
@@ -87,151 +41,27 @@ func (r *recordingTranscriber) snapshot() [][]float32 {
 	return append([][]float32(nil), r.calls...)
 }
 
-func testConfig(t *testing.T, brokerURL string) *configs.Config {
-	t.Helper()
-	dir := t.TempDir()
-	cfg := configs.Default()
-	cfg.DeviceID = "dev-test"
-	cfg.StateDir = filepath.Join(dir, "state")
-	cfg.Control.Socket = filepath.Join(dir, "ctl.sock")
-	cfg.Metrics.Listen = ""
-	cfg.MQTT.Broker = brokerURL
-	cfg.Sounds.Enabled = false
-	cfg.Models.VAD = testaudio.Model(t, "for-tests-silero-v6.2.0-ggml.bin")
-	return cfg
+// testOptions runs cfg quietly; tests add a transcriber and a source.
+func testOptions(cfg *configs.Config) Options {
+	return Options{Config: cfg, DrainTimeout: time.Second, Version: "test", Logger: slog.New(slog.DiscardHandler)}
 }
 
-// TestPushToTalkThroughEvdev: a key held on a real evdev event stream (a
-// FIFO read through the same code path as /dev/input/eventN) produces
-// exactly the audio captured while it was held: one utterance, not a sample
-// more or less, and nothing from the hands-free path.
-func TestPushToTalkThroughEvdev(t *testing.T) {
-	broker := brokertest.Start(t)
-	cfg := testConfig(t, broker.URL())
-	cfg.Input.Source = "default" // replaced by the scripted source
-	cfg.Input.HandsFree = false
-	cfg.Input.PTT.Enabled = true
-	cfg.Input.PTT.EvdevDevice = filepath.Join(t.TempDir(), "event-headset")
-	cfg.Input.PTT.KeyCode = 164 // KEY_PLAYPAUSE, a headset button
-	if err := syscall.Mkfifo(cfg.Input.PTT.EvdevDevice, 0o600); err != nil {
-		t.Fatal(err)
-	}
-	keys, err := os.OpenFile(cfg.Input.PTT.EvdevDevice, os.O_RDWR, 0)
+// startDaemon starts a daemon that runs until the test ends or Stop.
+func startDaemon(t *testing.T, o Options) (*Daemon, *testrun.Run) {
+	t.Helper()
+	d, err := newDaemon(o)
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("newDaemon: %v", err)
 	}
-	defer keys.Close()
-	press := func(down bool) {
-		v := int32(0)
-		if down {
-			v = 1
-		}
-		for _, e := range []evdev.RawEvent{{Type: evdev.EvKey, Code: 164, Value: v}, {Type: evdev.EvSyn, Code: evdev.SynReport}} {
-			if _, err := keys.Write(evdev.Encode(e)); err != nil {
-				t.Fatal(err)
-			}
-		}
-	}
+	return d, testrun.Start(t, "daemon", func(ctx context.Context) error {
+		defer d.close()
+		return d.run(ctx)
+	})
+}
 
-	src := newScriptedSource()
-	whisper := &recordingTranscriber{text: "ptt note"}
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	var d *Daemon
-	done := make(chan int, 1)
-	{
-		o := Options{Config: cfg, DrainTimeout: time.Second, Version: "test", Logger: slog.New(slog.DiscardHandler),
-			OpenSource: func(context.Context) (audio.Source, error) { return src, nil }, Transcriber: whisper}
-		var code int
-		d, code, err = newDaemon(o)
-		if err != nil {
-			t.Fatalf("newDaemon: %v (code %d)", err, code)
-		}
-		go func() { c, _ := d.run(ctx); d.close(); done <- c }()
-	}
-
-	chunk := func(i int, amp float32) audio.Chunk {
-		s := make([]float32, 1600)
-		for j := range s {
-			s[j] = amp * float32(math.Sin(float64(i*1600+j)/7))
-		}
-		return audio.Chunk{Samples: s, Offset: int64(i * 1600), Time: time.Now()}
-	}
-	var held []float32
-	send := func(c audio.Chunk) {
-		src.waitIdle(t)
-		src.chunks <- c
-	}
-	waitPTT := func(want bool) {
-		deadline := time.Now().Add(10 * time.Second)
-		for d.ptt.Load() != want {
-			if time.Now().After(deadline) {
-				t.Fatalf("push-to-talk never became %v", want)
-			}
-			time.Sleep(5 * time.Millisecond)
-		}
-	}
-
-	send(chunk(0, 0.3)) // before the press: not recorded
-	send(chunk(1, 0.3))
-	src.waitIdle(t)
-	press(true)
-	waitPTT(true)
-	src.waiting <- struct{}{} // waitIdle consumed the signal; the daemon is still waiting
-	for i := 2; i < 7; i++ {
-		c := chunk(i, 0.5)
-		held = append(held, c.Samples...)
-		send(c)
-	}
-	src.waitIdle(t)
-	press(false)
-	waitPTT(false)
-	src.waiting <- struct{}{}
-	send(chunk(7, 0.3)) // after the release: not recorded
-	send(chunk(8, 0.3))
-
-	deadline := time.Now().Add(10 * time.Second)
-	for len(whisper.snapshot()) == 0 && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	time.Sleep(200 * time.Millisecond) // a second, wrong utterance would show up by now
-	calls := whisper.snapshot()
-	if len(calls) != 1 {
-		t.Fatalf("whisper calls = %d, want exactly 1 (the held utterance)", len(calls))
-	}
-	if len(calls[0]) != len(held) {
-		t.Fatalf("utterance has %d samples, want the %d held", len(calls[0]), len(held))
-	}
-	for i := range held {
-		if math.Abs(float64(calls[0][i]-held[i])) > 1.0/32768 {
-			t.Fatalf("sample %d = %v, want %v", i, calls[0][i], held[i])
-		}
-	}
-	deadline = time.Now().Add(5 * time.Second)
-	var recs []string
-	for time.Now().Before(deadline) {
-		rs, err := d.store.ListListen(0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		recs = recs[:0]
-		for _, r := range rs {
-			recs = append(recs, r.Source+":"+r.Text)
-		}
-		if len(recs) > 0 {
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	if len(recs) != 1 || recs[0] != "ptt:ptt note" {
-		t.Fatalf("listen buffer %q, want the one push-to-talk note", recs)
-	}
-	cancel()
-	select {
-	case <-done:
-	case <-time.After(15 * time.Second):
-		t.Fatal("daemon did not stop")
-	}
+func testConfig(t *testing.T, brokerURL string) *configs.Config {
+	t.Helper()
+	return configtest.Daemon(t, "dev-test", brokerURL)
 }
 
 // TestJournaledAudioIsTranscribedOnStart: audio journaled before a crash
@@ -254,14 +84,9 @@ func TestJournaledAudioIsTranscribedOnStart(t *testing.T) {
 	st.Close()
 
 	whisper := &recordingTranscriber{text: "recovered note"}
-	d, _, err := newDaemon(Options{Config: cfg, DrainTimeout: time.Second, Version: "test", Logger: slog.New(slog.DiscardHandler), Transcriber: whisper})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { d.run(ctx); d.close(); close(done) }()
-	defer func() { cancel(); <-done }()
+	o := testOptions(cfg)
+	o.Transcriber = whisper
+	d, _ := startDaemon(t, o)
 
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -280,68 +105,11 @@ func TestJournaledAudioIsTranscribedOnStart(t *testing.T) {
 	}
 }
 
-// TestReloadAppliesSafeChanges: SIGHUP (the Reload channel) applies a new
-// wake word from the file at once; a broken file is rejected and the running
-// configuration kept.
-func TestReloadAppliesSafeChanges(t *testing.T) {
-	cfg := testConfig(t, "tcp://127.0.0.1:1")
-	cfg.Input.Source = "none"
-	path := filepath.Join(t.TempDir(), "agorad.yaml")
-	write := func(c *configs.Config) {
-		b, err := yaml.Marshal(c)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	write(cfg)
-	reload := make(chan struct{}, 1)
-	d, _, err := newDaemon(Options{Config: cfg, ConfigPath: path, DrainTimeout: time.Second, Version: "test",
-		Logger: slog.New(slog.DiscardHandler), Reload: reload, Transcriber: &recordingTranscriber{}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { d.run(ctx); d.close(); close(done) }()
-	defer func() { cancel(); <-done }()
-
-	if m := d.match("Computer, wat nu?"); m.Action != wake.None {
-		t.Fatalf("before reload: %q is already a wake word", "computer")
-	}
-	if err := os.WriteFile(path, []byte("sounds:\n  volume: 7\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	reload <- struct{}{}
-	time.Sleep(200 * time.Millisecond)
-	if m := d.match("agora, wat nu?"); m.Action != wake.Feedback {
-		t.Fatal("a rejected reload changed the running wake rules")
-	}
-
-	next := *cfg
-	next.Wake.Words = []string{"agora", "computer"}
-	write(&next)
-	reload <- struct{}{}
-	deadline := time.Now().Add(5 * time.Second)
-	for d.match("Computer, wat nu?").Action != wake.Feedback {
-		if time.Now().After(deadline) {
-			t.Fatal("reload did not apply the new wake word")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	out, err := d.router.Handle(context.Background(), Heard{Text: "Computer, wat nu?", Source: "typed"})
-	if err != nil || out.ModeAfter != ModeFeedback || out.Sent != 1 {
-		t.Fatalf("after reload: %+v, %v; want feedback with the command queued", out, err)
-	}
-}
-
-// TestFileInputExitCodes: with a file as input the daemon processes it,
-// waits for the outbox to drain and exits 0; with no broker it gives up
-// after the drain timeout with ExitUndrained, and the entries stay stored
-// for the next start.
-func TestFileInputExitCodes(t *testing.T) {
+// TestFileInputEnds: with a file as input the daemon processes it, waits
+// for the outbox to drain and returns nil; with no broker it gives up after
+// the drain timeout with ErrUndrained, and the entries stay stored for the
+// next start.
+func TestFileInputEnds(t *testing.T) {
 	broker := brokertest.Start(t)
 	speech := make([]float32, 3*audio.SampleRate)
 	for i := range speech[audio.SampleRate : 2*audio.SampleRate] {
@@ -350,42 +118,43 @@ func TestFileInputExitCodes(t *testing.T) {
 	tests := []struct {
 		name   string
 		broker string
-		want   int
+		want   error
 	}{
-		{"drained", broker.URL(), ExitOK},
-		{"no broker", "tcp://127.0.0.1:1", ExitUndrained},
+		{"drained", broker.URL(), nil},
+		{"no broker", "tcp://127.0.0.1:1", ErrUndrained},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := testConfig(t, tt.broker)
 			cfg.Input.Source = "inspection.wav" // replaced by OpenSource; a file path makes it file input
-			cfg.Mode = ModeFeedback
+			cfg.Mode = buffer.ModeFeedback
 			// A tone is barely speech to Silero: low thresholds let it through
 			// as one utterance, which is all this test needs from the VAD.
 			cfg.Segment.VADOnset, cfg.Segment.VADOffset = 0.01, 0.005
 			whisper := &recordingTranscriber{text: "note from the recording"}
-			d, _, err := newDaemon(Options{Config: cfg, DrainTimeout: 700 * time.Millisecond, Version: "test", Logger: slog.New(slog.DiscardHandler),
-				Transcriber: whisper,
-				OpenSource: func(context.Context) (audio.Source, error) {
-					return audio.NewSliceSource(speech, 1600, time.Now()), nil
-				}})
+			o := testOptions(cfg)
+			o.DrainTimeout, o.Transcriber = 700*time.Millisecond, whisper
+			o.OpenSource = func(context.Context) (audio.Source, error) {
+				return audio.NewSliceSource(speech, 1600, time.Now()), nil
+			}
+			d, err := newDaemon(o)
 			if err != nil {
 				t.Fatal(err)
 			}
-			code, err := d.run(context.Background())
+			err = d.run(context.Background())
 			n, _ := d.store.OutboxCount()
 			d.close()
-			if code != tt.want || err != nil {
-				t.Fatalf("exit %d (%v), want %d", code, err, tt.want)
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("run = %v, want %v", err, tt.want)
 			}
 			if len(whisper.snapshot()) == 0 {
 				t.Fatal("the file reached whisper zero times")
 			}
-			if tt.want == ExitUndrained && n == 0 {
-				t.Fatal("undrained exit with an empty outbox")
+			if tt.want != nil && n == 0 {
+				t.Fatal("undrained with an empty outbox")
 			}
-			if tt.want == ExitOK && n != 0 {
-				t.Fatalf("drained exit with %d entries left", n)
+			if tt.want == nil && n != 0 {
+				t.Fatalf("drained with %d entries left", n)
 			}
 		})
 	}

@@ -2,9 +2,16 @@
 // journal, transcription, wake phrases and modes, the durable store, the MQTT
 // uplink, the control socket, feedback sounds, metrics and systemd.
 //
-// Everything the daemon runs is a goroutine of one errgroup whose context
-// ends the daemon; the speech path (capture → segment → journal → transcribe
-// → route) is a chain of stages joined by channels, so a slow transcription
-// back-pressures capture instead of dropping audio, and every utterance is
-// journaled on disk before whisper sees it.
+// Daemon (daemon.go) only wires the parts and owns their lifetimes; each job
+// is a part of its own: the speech path (speech.go, capture.go), the router,
+// the only writer of the mode (router.go), status and metrics (status.go),
+// commands from agoractl and the backend (commands.go), SIGHUP (reload.go)
+// and the earcons (sounds.go). New parts plug in beside these.
+//
+// Everything the daemon runs is a goroutine of an errgroup whose context
+// ends it; the speech path stops first on shutdown (finishing the utterance
+// being spoken), the services after it. The speech path (capture → segment →
+// journal → transcribe → route) is a chain of stages joined by channels, so
+// a slow transcription back-pressures capture instead of dropping audio, and
+// every utterance is journaled on disk before whisper sees it.
 package daemon

@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -12,19 +11,13 @@ import (
 	"github.com/agora/agorad/wake"
 )
 
-// Modes. The zero value is never persisted.
-const (
-	ModeListen   = "listen"
-	ModeFeedback = "feedback"
-)
-
 // Store is what the router needs from the durable store.
 type Store interface {
-	Mode() (string, error)
-	SetMode(mode string) error
+	Mode() (buffer.Mode, error)
+	SetMode(mode buffer.Mode) error
 	AppendListen(rec buffer.Record) (buffer.Record, error)
 	EnqueueUtterance(rec buffer.Record) (buffer.Entry, error)
-	FlushListen(offline bool) (buffer.Entry, bool, error)
+	FlushListen(offline bool) (buffer.Entry, int, error)
 	ListenCount() (int, error)
 	DropAudio(id string) error
 }
@@ -60,8 +53,8 @@ type Outcome struct {
 	BatchID    string // id of the flushed listen-buffer batch, "" when none
 	BatchSeq   uint64
 	BatchCount int
-	ModeBefore string
-	ModeAfter  string
+	ModeBefore buffer.Mode
+	ModeAfter  buffer.Mode
 	Wake       wake.Action
 }
 
@@ -73,10 +66,10 @@ type Router struct {
 	rules   Matcher
 	sounds  Sounder
 	online  func() bool
-	deflt   string
+	deflt   buffer.Mode
 	mu      sync.Mutex
-	mode    string
-	onMode  func(string)
+	mode    buffer.Mode
+	onMode  func(buffer.Mode)
 	lastMsg Heard
 	lastAt  time.Time
 }
@@ -85,17 +78,17 @@ type Router struct {
 type RouterOptions struct {
 	Store       Store
 	Rules       Matcher
-	Sounds      Sounder      // nil: silent
-	Online      func() bool  // nil: always offline
-	DefaultMode string       // used when no mode was persisted yet
-	OnMode      func(string) // called (under the router's lock) after every mode change
+	Sounds      Sounder           // nil: silent
+	Online      func() bool       // nil: always offline
+	DefaultMode buffer.Mode       // used when no mode was persisted yet
+	OnMode      func(buffer.Mode) // called (under the router's lock) after every mode change
 }
 
 // NewRouter loads the persisted mode (or the default) and finishes a wake
 // that a crash interrupted: in feedback mode the listen buffer must be empty,
 // so anything still in it is flushed as the batch it was meant to become.
 func NewRouter(o RouterOptions) (*Router, error) {
-	if o.DefaultMode != ModeListen && o.DefaultMode != ModeFeedback {
+	if !o.DefaultMode.Valid() {
 		return nil, fmt.Errorf("router: default mode %q is not listen or feedback", o.DefaultMode)
 	}
 	r := &Router{store: o.Store, rules: o.Rules, sounds: o.Sounds, online: o.Online, deflt: o.DefaultMode, onMode: o.OnMode}
@@ -106,14 +99,14 @@ func NewRouter(o RouterOptions) (*Router, error) {
 	if err != nil {
 		return nil, fmt.Errorf("router: read persisted mode: %w", err)
 	}
-	if mode != ModeListen && mode != ModeFeedback {
+	if !mode.Valid() {
 		mode = o.DefaultMode
 		if err := o.Store.SetMode(mode); err != nil {
 			return nil, fmt.Errorf("router: persist default mode: %w", err)
 		}
 	}
 	r.mode = mode
-	if mode == ModeFeedback {
+	if mode == buffer.ModeFeedback {
 		if _, _, err := o.Store.FlushListen(!r.online()); err != nil {
 			return nil, fmt.Errorf("router: finish interrupted listen-buffer flush: %w", err)
 		}
@@ -122,7 +115,7 @@ func NewRouter(o RouterOptions) (*Router, error) {
 }
 
 // Mode is the current mode.
-func (r *Router) Mode() string {
+func (r *Router) Mode() buffer.Mode {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.mode
@@ -137,15 +130,15 @@ func (r *Router) Last() (Heard, time.Time) {
 
 // SetMode switches mode as the wake phrases do (used by agoractl and by the
 // backend's set_mode command): to feedback flushes the listen buffer.
-func (r *Router) SetMode(ctx context.Context, mode string) (Outcome, error) {
-	if mode != ModeListen && mode != ModeFeedback {
+func (r *Router) SetMode(ctx context.Context, mode buffer.Mode) (Outcome, error) {
+	if !mode.Valid() {
 		return Outcome{}, fmt.Errorf("mode %q is not listen or feedback", mode)
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	out := Outcome{ModeBefore: r.mode}
 	var err error
-	if mode == ModeFeedback {
+	if mode == buffer.ModeFeedback {
 		err = r.toFeedback(&out)
 	} else {
 		err = r.toListen()
@@ -231,7 +224,7 @@ func (r *Router) deliver(h Heard, text string, out *Outcome) error {
 		// a crash can neither lose the utterance nor transcribe it twice.
 		AudioID: h.AudioID,
 	}
-	if r.mode == ModeListen {
+	if r.mode == buffer.ModeListen {
 		stored, err := r.store.AppendListen(rec)
 		if err != nil {
 			r.play("error")
@@ -253,16 +246,18 @@ func (r *Router) deliver(h Heard, text string, out *Outcome) error {
 
 func (r *Router) toFeedback(out *Outcome) error {
 	// Flush before persisting the mode: a crash in between leaves listen
-	// mode with an empty buffer, and NewRouter completes a crash after it.
+	// mode with an empty buffer and the batch queued; unless words before
+	// the wake word already released it, the utterance's journaled audio
+	// brings the wake phrase back on the next start.
 	if err := r.flush(out); err != nil {
 		r.play("error")
 		return fmt.Errorf("flush listen buffer on wake: %w", err)
 	}
-	if r.mode != ModeFeedback {
-		if err := r.store.SetMode(ModeFeedback); err != nil {
+	if r.mode != buffer.ModeFeedback {
+		if err := r.store.SetMode(buffer.ModeFeedback); err != nil {
 			return fmt.Errorf("persist feedback mode: %w", err)
 		}
-		r.mode = ModeFeedback
+		r.mode = buffer.ModeFeedback
 		r.changed()
 	}
 	r.play("feedback_on")
@@ -270,11 +265,11 @@ func (r *Router) toFeedback(out *Outcome) error {
 }
 
 func (r *Router) toListen() error {
-	if r.mode != ModeListen {
-		if err := r.store.SetMode(ModeListen); err != nil {
+	if r.mode != buffer.ModeListen {
+		if err := r.store.SetMode(buffer.ModeListen); err != nil {
 			return fmt.Errorf("persist listen mode: %w", err)
 		}
-		r.mode = ModeListen
+		r.mode = buffer.ModeListen
 		r.changed()
 	}
 	r.play("listen_on")
@@ -286,17 +281,17 @@ func (r *Router) toListen() error {
 // buffer goes as several batches, oldest first, still ahead of what follows.
 func (r *Router) flush(out *Outcome) error {
 	for {
-		e, ok, err := r.store.FlushListen(!r.online())
+		e, n, err := r.store.FlushListen(!r.online())
 		if err != nil {
 			return err
 		}
-		if !ok {
+		if n == 0 {
 			return nil
 		}
 		if out.BatchID == "" {
 			out.BatchID, out.BatchSeq = e.ID, e.Seq
 		}
-		out.BatchCount += batchCount(e)
+		out.BatchCount += n
 	}
 }
 
@@ -320,14 +315,4 @@ func (r *Router) play(name string) {
 	if r.sounds != nil {
 		r.sounds.Play(name)
 	}
-}
-
-func batchCount(e buffer.Entry) int {
-	var b struct {
-		Count int `json:"count"`
-	}
-	if err := json.Unmarshal(e.Body, &b); err != nil {
-		return 0
-	}
-	return b.Count
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/agora/agorad/buffer"
+	"github.com/agora/agorad/cmd/internal/control"
 	"github.com/agora/agorad/wake"
 )
 
@@ -47,7 +48,7 @@ func newTestRouter(t *testing.T, st *buffer.Store, snd Sounder, online bool) *Ro
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := NewRouter(RouterOptions{Store: st, Rules: rules, Sounds: snd, Online: func() bool { return online }, DefaultMode: ModeListen})
+	r, err := NewRouter(RouterOptions{Store: st, Rules: rules, Sounds: snd, Online: func() bool { return online }, DefaultMode: buffer.ModeListen})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,31 +115,31 @@ func TestRouterInspectionRound(t *testing.T) {
 
 	steps := []struct {
 		say        string
-		wantMode   string
+		wantMode   buffer.Mode
 		wantListen []string
 		wantQueue  []string
 		wantSounds []string
 	}{
-		{"Scheur in balk vier, drie millimeter.", ModeListen,
+		{"Scheur in balk vier, drie millimeter.", buffer.ModeListen,
 			[]string{"Scheur in balk vier, drie millimeter."}, nil, []string{"stored"}},
-		{"Rust on the north wall.", ModeListen,
+		{"Rust on the north wall.", buffer.ModeListen,
 			[]string{"Scheur in balk vier, drie millimeter.", "Rust on the north wall."}, nil, []string{"stored"}},
-		{"And the last one. AGORA, what do you think?", ModeFeedback, nil,
+		{"And the last one. AGORA, what do you think?", buffer.ModeFeedback, nil,
 			[]string{"batch[Scheur in balk vier, drie millimeter.|Rust on the north wall.|And the last one.]", "what do you think?"},
 			[]string{"feedback_on"}},
-		{"Is the crack structural?", ModeFeedback, nil,
+		{"Is the crack structural?", buffer.ModeFeedback, nil,
 			[]string{"batch[Scheur in balk vier, drie millimeter.|Rust on the north wall.|And the last one.]", "what do you think?", "Is the crack structural?"},
 			nil},
-		{"Agora, luister.", ModeListen, nil,
+		{"Agora, luister.", buffer.ModeListen, nil,
 			[]string{"batch[Scheur in balk vier, drie millimeter.|Rust on the north wall.|And the last one.]", "what do you think?", "Is the crack structural?"},
 			[]string{"listen_on"}},
-		{"agoraphobia is not a wake word", ModeListen, []string{"agoraphobia is not a wake word"},
+		{"agoraphobia is not a wake word", buffer.ModeListen, []string{"agoraphobia is not a wake word"},
 			[]string{"batch[Scheur in balk vier, drie millimeter.|Rust on the north wall.|And the last one.]", "what do you think?", "Is the crack structural?"},
 			[]string{"stored"}},
-		{"AGORA listen, the ceiling is damp", ModeListen, []string{"agoraphobia is not a wake word", "the ceiling is damp"},
+		{"AGORA listen, the ceiling is damp", buffer.ModeListen, []string{"agoraphobia is not a wake word", "the ceiling is damp"},
 			[]string{"batch[Scheur in balk vier, drie millimeter.|Rust on the north wall.|And the last one.]", "what do you think?", "Is the crack structural?"},
 			[]string{"listen_on"}},
-		{"   ", ModeListen, []string{"agoraphobia is not a wake word", "the ceiling is damp"},
+		{"   ", buffer.ModeListen, []string{"agoraphobia is not a wake word", "the ceiling is damp"},
 			[]string{"batch[Scheur in balk vier, drie millimeter.|Rust on the north wall.|And the last one.]", "what do you think?", "Is the crack structural?"},
 			nil},
 	}
@@ -169,7 +170,7 @@ func TestRouterOfflineMarking(t *testing.T) {
 	for _, online := range []bool{false, true} {
 		st := openStore(t, t.TempDir())
 		r := newTestRouter(t, st, nil, online)
-		if _, err := r.SetMode(context.Background(), ModeFeedback); err != nil {
+		if _, err := r.SetMode(context.Background(), buffer.ModeFeedback); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := r.Handle(context.Background(), Heard{Text: "hello"}); err != nil {
@@ -199,11 +200,11 @@ func TestRouterRestartKeepsModeAndFinishesFlush(t *testing.T) {
 
 	st = openStore(t, dir)
 	r = newTestRouter(t, st, nil, false)
-	if r.Mode() != ModeListen || !slices.Equal(listenTexts(t, st), []string{"one", "two"}) {
+	if r.Mode() != buffer.ModeListen || !slices.Equal(listenTexts(t, st), []string{"one", "two"}) {
 		t.Fatalf("after restart: mode %s, buffer %q", r.Mode(), listenTexts(t, st))
 	}
 	// Simulate the crash window: mode persisted as feedback, buffer not moved.
-	if err := st.SetMode(ModeFeedback); err != nil {
+	if err := st.SetMode(buffer.ModeFeedback); err != nil {
 		t.Fatal(err)
 	}
 	st.Close()
@@ -211,7 +212,7 @@ func TestRouterRestartKeepsModeAndFinishesFlush(t *testing.T) {
 	st = openStore(t, dir)
 	defer st.Close()
 	r = newTestRouter(t, st, nil, false)
-	if r.Mode() != ModeFeedback {
+	if r.Mode() != buffer.ModeFeedback {
 		t.Fatalf("mode %s, want feedback", r.Mode())
 	}
 	if got := pendingTexts(t, st); !slices.Equal(got, []string{"batch[one|two]"}) || len(listenTexts(t, st)) != 0 {
@@ -276,5 +277,18 @@ func TestRouterReleasesJournaledAudio(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestWireModesMatchCore: the control socket keeps its own documented mode
+// strings (agoractl does not link the store); they must be buffer's.
+func TestWireModesMatchCore(t *testing.T) {
+	for _, tt := range []struct {
+		wire string
+		core buffer.Mode
+	}{{control.ModeListen, buffer.ModeListen}, {control.ModeFeedback, buffer.ModeFeedback}} {
+		if m, err := buffer.ParseMode(tt.wire); err != nil || m != tt.core {
+			t.Errorf("control mode %q parses as %q, %v; want %q", tt.wire, m, err, tt.core)
+		}
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/agora/agorad/cmd/internal/testrun"
 )
 
 const keyPlayPause = 164
@@ -121,19 +123,18 @@ func TestWatchFIFO(t *testing.T) {
 	}
 	defer w.Close()
 
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	events := make(chan Event, 16)
-	done := make(chan error, 1)
-	go func() { done <- Watch(ctx, path, Options{Code: keyPlayPause}, func(e Event) { events <- e }) }()
+	run := testrun.Start(t, "Watch", func(ctx context.Context) error {
+		return Watch(ctx, path, Options{Code: keyPlayPause}, func(e Event) { events <- e })
+	})
 
 	next := func() Event {
 		t.Helper()
 		select {
 		case e := <-events:
 			return e
-		case err := <-done:
-			t.Fatalf("Watch ended: %v", err)
+		case <-run.Done():
+			t.Fatalf("Watch ended: %v", run.Err())
 		case <-time.After(5 * time.Second):
 			t.Fatal("no event")
 		}
@@ -154,14 +155,8 @@ func TestWatchFIFO(t *testing.T) {
 		t.Fatalf("second event %+v", e)
 	}
 	// Cancel while the read is blocked: Watch must return promptly, nil.
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Watch after cancel: %v", err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Watch did not stop on cancel")
+	if err := run.Stop(); err != nil {
+		t.Fatalf("Watch after cancel: %v", err)
 	}
 }
 
@@ -198,11 +193,10 @@ func TestWatchDeviceGone(t *testing.T) {
 // Run waits for a device that appears late, and survives it going away.
 func TestRunHotplug(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "event2")
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
 	got := make(chan Event, 8)
-	done := make(chan error, 1)
-	go func() { done <- Run(ctx, path, Options{Code: keyPlayPause}, func(e Event) { got <- e }) }()
+	run := testrun.Start(t, "Run", func(ctx context.Context) error {
+		return Run(ctx, path, Options{Code: keyPlayPause}, func(e Event) { got <- e })
+	})
 
 	plug := func() *os.File {
 		t.Helper()
@@ -238,14 +232,8 @@ func TestRunHotplug(t *testing.T) {
 	w.Write(stream(key(10, 1), key(20, 0)))
 	expect(true)
 	expect(false)
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Run did not stop")
+	if err := run.Stop(); err != nil {
+		t.Fatal(err)
 	}
 }
 

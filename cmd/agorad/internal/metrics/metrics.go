@@ -13,6 +13,7 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/agora/agorad/buffer"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -35,6 +36,8 @@ type Metrics struct {
 	refused       *prometheus.CounterVec
 	journal       prometheus.Gauge
 	vadFrames     *prometheus.CounterVec
+	pttCuts       prometheus.Counter
+	pttStuck      prometheus.Counter
 }
 
 // New creates the collectors and registers them, with the Go runtime and
@@ -67,17 +70,21 @@ func New(version string) *Metrics {
 			Help: "Utterance audio journaled and not yet transcribed (or retained)."}),
 		vadFrames: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "vad_frames_total",
 			Help: `Audio frames by path: "gated" skipped by the energy gate, "vad" sent to Silero.`}, []string{"path"}),
+		pttCuts: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "ptt_cuts_total",
+			Help: "Push-to-talk presses cut at input.ptt.max_utterance (each cut starts a new piece)."}),
+		pttStuck: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "ptt_stuck_total",
+			Help: "Push-to-talk presses that lasted longer than input.ptt.stuck_after (a key stuck down?)."}),
 	}
 	build := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "build_info",
 		Help: "Always 1; the version label says which agorad runs.", ConstLabels: prometheus.Labels{"version": version}})
 	build.Set(1)
 	m.reg.MustRegister(m.utterances, m.transcription, m.rtf, m.whisperCalls, m.listenBuffer, m.outbox, m.online,
-		m.reconnects, m.refused, m.journal, m.vadFrames, build,
+		m.reconnects, m.refused, m.journal, m.vadFrames, m.pttCuts, m.pttStuck, build,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Series that exist from the start, so rate() and alerts see a zero
 	// rather than nothing.
-	for _, mode := range []string{"listen", "feedback"} {
-		m.utterances.WithLabelValues(mode)
+	for _, mode := range buffer.Modes() {
+		m.utterances.WithLabelValues(string(mode))
 	}
 	for _, p := range []string{"gated", "vad"} {
 		m.vadFrames.WithLabelValues(p)
@@ -91,8 +98,8 @@ func New(version string) *Metrics {
 // Registry is the private registry (for tests and extra collectors).
 func (m *Metrics) Registry() *prometheus.Registry { return m.reg }
 
-// Utterance counts one stored utterance in mode ("listen" or "feedback").
-func (m *Metrics) Utterance(mode string) { m.utterances.WithLabelValues(mode).Inc() }
+// Utterance counts one stored utterance in mode; the label is the mode's name.
+func (m *Metrics) Utterance(mode buffer.Mode) { m.utterances.WithLabelValues(string(mode)).Inc() }
 
 // Transcribed records one whisper call: its wall time and the length of the
 // audio it processed. A zero audio duration records no realtime factor.
@@ -124,6 +131,12 @@ func (m *Metrics) SetOnline(up bool) {
 		m.online.Set(0)
 	}
 }
+
+// PTTCut counts a long push-to-talk press cut into another piece.
+func (m *Metrics) PTTCut() { m.pttCuts.Inc() }
+
+// PTTStuck counts a press that outlasted input.ptt.stuck_after.
+func (m *Metrics) PTTStuck() { m.pttStuck.Inc() }
 
 // Reconnect counts a reconnection attempt.
 func (m *Metrics) Reconnect() { m.reconnects.Inc() }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agora/agorad/buffer"
+	"github.com/agora/agorad/cmd/internal/testrun"
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 )
@@ -20,18 +22,10 @@ func start(t *testing.T, m *Metrics, health func() Health) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- m.Serve(ctx, ln, health) }()
+	run := testrun.Start(t, "Serve", func(ctx context.Context) error { return m.Serve(ctx, ln, health) })
 	t.Cleanup(func() {
-		cancel()
-		select {
-		case err := <-done:
-			if err != nil {
-				t.Errorf("Serve: %v", err)
-			}
-		case <-time.After(5 * time.Second):
-			t.Error("Serve did not stop")
+		if err := run.Stop(); err != nil {
+			t.Errorf("Serve: %v", err)
 		}
 	})
 	return "http://" + ln.Addr().String()
@@ -90,9 +84,9 @@ func TestScrape(t *testing.T) {
 		t.Fatalf("initial utterances = %v", v)
 	}
 
-	m.Utterance("listen")
-	m.Utterance("listen")
-	m.Utterance("feedback")
+	m.Utterance(buffer.ModeListen)
+	m.Utterance(buffer.ModeListen)
+	m.Utterance(buffer.ModeFeedback)
 	m.Transcribed(500*time.Millisecond, 2*time.Second)
 	m.Transcribed(3*time.Second, 2*time.Second)
 	m.WhisperCallFailed()

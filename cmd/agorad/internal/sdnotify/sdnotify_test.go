@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/agora/agorad/cmd/internal/testrun"
 )
 
 // fakeSystemd listens on a unixgram socket and sets NOTIFY_SOCKET to it.
@@ -111,17 +113,15 @@ func TestWatchdog(t *testing.T) {
 	t.Setenv("WATCHDOG_PID", strconv.Itoa(os.Getpid()))
 	var healthy atomic.Bool
 	healthy.Store(true)
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
 	start := time.Now()
-	go func() {
-		done <- Watchdog(ctx, func() error {
+	run := testrun.Start(t, "Watchdog", func(ctx context.Context) error {
+		return Watchdog(ctx, func() error {
 			if healthy.Load() {
 				return nil
 			}
 			return errors.New("capture stalled")
 		}, nil)
-	}()
+	})
 	for i := 0; i < 3; i++ {
 		if m := recv(t, msgs); m != "WATCHDOG=1" {
 			t.Fatalf("ping %d: %q", i, m)
@@ -153,14 +153,8 @@ func TestWatchdog(t *testing.T) {
 	if m := recv(t, msgs); m != "WATCHDOG=1" {
 		t.Fatalf("after recovery: %q", m)
 	}
-	cancel()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatal(err)
-		}
-	case <-time.After(5 * time.Second):
-		t.Fatal("Watchdog did not stop")
+	if err := run.Stop(); err != nil {
+		t.Fatal(err)
 	}
 }
 

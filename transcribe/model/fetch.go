@@ -1,4 +1,4 @@
-package transcribe
+package model
 
 import (
 	"context"
@@ -19,7 +19,7 @@ import (
 // (and size), then renamed into place. A file already there with the right
 // checksum is kept without downloading. client nil means http.DefaultClient.
 func Fetch(ctx context.Context, name, dir string, client *http.Client) (string, error) {
-	e, ok := LookupCatalog(name)
+	e, ok := Lookup(name)
 	if !ok {
 		return "", fmt.Errorf("fetch model: unknown model %q; known models: %s", name, strings.Join(catalogNames(""), ", "))
 	}

@@ -1,4 +1,4 @@
-package transcribe
+package model
 
 import (
 	"crypto/sha256"
@@ -45,9 +45,9 @@ func TestLookupCatalog(t *testing.T) {
 		{"", "", false},
 	}
 	for _, tt := range tests {
-		e, ok := LookupCatalog(tt.in)
+		e, ok := Lookup(tt.in)
 		if ok != tt.ok || e.File != tt.want {
-			t.Errorf("LookupCatalog(%q) = %q, %v; want %q, %v", tt.in, e.File, ok, tt.want, tt.ok)
+			t.Errorf("Lookup(%q) = %q, %v; want %q, %v", tt.in, e.File, ok, tt.want, tt.ok)
 		}
 	}
 }
@@ -55,7 +55,7 @@ func TestLookupCatalog(t *testing.T) {
 // The shared Silero model is the upstream file: its checksum must match the
 // catalog, which proves the checksum path against a real artefact.
 func TestCatalogMatchesSharedSilero(t *testing.T) {
-	e, _ := LookupCatalog("silero-v6.2.0")
+	e, _ := Lookup("silero-v6.2.0")
 	f, err := os.Open(testaudio.Model(t, "for-tests-silero-v6.2.0-ggml.bin"))
 	if err != nil {
 		t.Fatal(err)
@@ -75,14 +75,14 @@ func TestCatalogMatchesSharedSilero(t *testing.T) {
 // whisper.cpp publishes under its test name.
 func TestResolveCatalogAlias(t *testing.T) {
 	shared := testaudio.SharedDir(t) + "/models"
-	got, err := ResolveModelIn("vad", "silero-v6.2.0", shared)
+	got, err := ResolveIn("vad", "silero-v6.2.0", shared)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.HasSuffix(got, "/for-tests-silero-v6.2.0-ggml.bin") {
 		t.Fatalf("resolved to %s", got)
 	}
-	if _, err := ResolveModelIn("whisper", "silero-v6.2.0", shared); err == nil {
+	if _, err := ResolveIn("whisper", "silero-v6.2.0", shared); err == nil {
 		t.Fatal("a VAD catalog name resolved as a whisper model")
 	}
 }

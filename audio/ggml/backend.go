@@ -1,10 +1,3 @@
-// Package ggml prepares the ggml runtime that whisper.cpp computes on.
-//
-// Debian builds ggml with its CPU backends as run-time loaded modules
-// (one per instruction set, in /usr/lib/<arch>/ggml/backends0). Nothing is
-// registered until ggml_backend_load_all() has run; a model loaded before
-// that aborts the process with GGML_ASSERT(device). Both the transcriber and
-// the VAD load models, so the call lives here, once per process.
 package ggml
 
 /*

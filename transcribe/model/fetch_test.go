@@ -1,4 +1,4 @@
-package transcribe
+package model
 
 import (
 	"context"
@@ -160,30 +160,30 @@ func TestResolveModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	touch(filepath.Join(extra, "ggml-base.en.bin"))
-	if got, err := ResolveModelIn("whisper", "base.en", "", extra); err != nil || got != filepath.Join(extra, "ggml-base.en.bin") {
-		t.Errorf("ResolveModelIn(state dir) = %q, %v; want the state dir's copy first", got, err)
+	if got, err := ResolveIn("whisper", "base.en", "", extra); err != nil || got != filepath.Join(extra, "ggml-base.en.bin") {
+		t.Errorf("ResolveIn(state dir) = %q, %v; want the state dir's copy first", got, err)
 	}
-	if got, err := ResolveModelIn("whisper", "local.bin", extra); err != nil || got != filepath.Join("models", "local.bin") {
-		t.Errorf("ResolveModelIn falls back to ./models: got %q, %v", got, err)
+	if got, err := ResolveIn("whisper", "local.bin", extra); err != nil || got != filepath.Join("models", "local.bin") {
+		t.Errorf("ResolveIn falls back to ./models: got %q, %v", got, err)
 	}
-	if _, err := ResolveModelIn("whisper", "small", extra); err == nil || !strings.Contains(err.Error(), filepath.Join(extra, "ggml-small.bin")) {
-		t.Errorf("ResolveModelIn error %v does not list the extra dir", err)
+	if _, err := ResolveIn("whisper", "small", extra); err == nil || !strings.Contains(err.Error(), filepath.Join(extra, "ggml-small.bin")) {
+		t.Errorf("ResolveIn error %v does not list the extra dir", err)
 	}
 	for _, tc := range tests {
-		got, err := ResolveModel(tc.kind, tc.name, tc.configured)
+		got, err := Resolve(tc.kind, tc.name, tc.configured)
 		if tc.wantErr == nil {
 			if err != nil || got != tc.want {
-				t.Errorf("ResolveModel(%s, %s, %s) = %q, %v; want %q", tc.kind, tc.name, tc.configured, got, err, tc.want)
+				t.Errorf("Resolve(%s, %s, %s) = %q, %v; want %q", tc.kind, tc.name, tc.configured, got, err, tc.want)
 			}
 			continue
 		}
 		if err == nil {
-			t.Errorf("ResolveModel(%s, %s, %s) = %q, want error", tc.kind, tc.name, tc.configured, got)
+			t.Errorf("Resolve(%s, %s, %s) = %q, want error", tc.kind, tc.name, tc.configured, got)
 			continue
 		}
 		for _, w := range tc.wantErr {
 			if !strings.Contains(err.Error(), w) {
-				t.Errorf("ResolveModel(%s, %s, %s) error %q lacks %q", tc.kind, tc.name, tc.configured, err, w)
+				t.Errorf("Resolve(%s, %s, %s) error %q lacks %q", tc.kind, tc.name, tc.configured, err, w)
 			}
 		}
 	}

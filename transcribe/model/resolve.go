@@ -1,4 +1,4 @@
-package transcribe
+package model
 
 import (
 	"errors"
@@ -14,12 +14,12 @@ import (
 // directory's models/, then the shared test material beside a checkout.
 var modelDirs = []string{"models", filepath.Join("..", "shared", "models")}
 
-// ResolveModel finds the file of a model. kind is "whisper" or "vad"; name
+// Resolve finds the file of a model. kind is "whisper" or "vad"; name
 // is a catalog name ("base.en"), a file name ("ggml-base.en.bin") or a
 // path; configuredPath, when set, is the only place looked (an explicit
 // setting is never silently replaced by another file). The error says which
 // model, every place looked, and how to get it.
-func ResolveModel(kind, name, configuredPath string) (string, error) {
+func Resolve(kind, name, configuredPath string) (string, error) {
 	if kind != "whisper" && kind != "vad" {
 		return "", fmt.Errorf("resolve model: unknown kind %q (want whisper or vad)", kind)
 	}
@@ -32,13 +32,19 @@ func ResolveModel(kind, name, configuredPath string) (string, error) {
 	return resolveIn(kind, name, modelDirs)
 }
 
-// ResolveModelIn finds a model by name (or path) in dirs first, then in the
+// ResolveIn finds a model by name (or path) in dirs first, then in the
 // default places (./models, ../shared/models). Empty dirs are skipped.
-func ResolveModelIn(kind, name string, dirs ...string) (string, error) {
+func ResolveIn(kind, name string, dirs ...string) (string, error) {
 	if kind != "whisper" && kind != "vad" {
 		return "", fmt.Errorf("resolve model: unknown kind %q (want whisper or vad)", kind)
 	}
-	return resolveIn(kind, name, append(nonEmpty(dirs), modelDirs...))
+	var first []string
+	for _, d := range dirs {
+		if d = strings.TrimSpace(d); d != "" {
+			first = append(first, d)
+		}
+	}
+	return resolveIn(kind, name, append(first, modelDirs...))
 }
 
 func resolveIn(kind, name string, dirs []string) (string, error) {
@@ -50,7 +56,7 @@ func resolveIn(kind, name string, dirs []string) (string, error) {
 		candidates = append(candidates, name)
 	} else {
 		files := []string{name}
-		if e, ok := LookupCatalog(name); ok && e.Kind == kind {
+		if e, ok := Lookup(name); ok && e.Kind == kind {
 			for _, f := range append([]string{e.File}, e.Aliases...) {
 				if f != name {
 					files = append(files, f)
@@ -77,7 +83,7 @@ func resolveIn(kind, name string, dirs []string) (string, error) {
 		looked[i] = abs
 	}
 	how := fmt.Sprintf("get it with `agorad model fetch %s`", name)
-	if e, ok := LookupCatalog(name); !ok || e.Kind != kind {
+	if e, ok := Lookup(name); !ok || e.Kind != kind {
 		how = fmt.Sprintf("%q is not in the model catalog; known %s models: %s (get one with `agorad model fetch NAME`)",
 			name, kind, strings.Join(catalogNames(kind), ", "))
 	}

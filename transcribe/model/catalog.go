@@ -1,4 +1,4 @@
-package transcribe
+package model
 
 // CatalogEntry is an official model that `agorad model fetch NAME` can
 // download. SHA256 is checked before the file is put in place; Size, when
@@ -55,9 +55,9 @@ var Catalog = []CatalogEntry{
 		Aliases: []string{"for-tests-silero-v6.2.0-ggml.bin"}},
 }
 
-// LookupCatalog finds an official model by name ("base.en") or file name
+// Lookup finds an official model by name ("base.en") or file name
 // ("ggml-base.en.bin").
-func LookupCatalog(name string) (CatalogEntry, bool) {
+func Lookup(name string) (CatalogEntry, bool) {
 	for _, e := range Catalog {
 		if e.Name == name || e.File == name {
 			return e, true

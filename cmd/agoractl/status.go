@@ -1,0 +1,41 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"text/tabwriter"
+	"time"
+
+	"github.com/agora/agorad/cmd/internal/control"
+)
+
+// status: mode, buffered items, outbox, link, last utterance.
+func status(ctx context.Context, c *control.Client, _ options, _ io.Writer) (result, error) {
+	s, err := c.Status(ctx)
+	return result{s, func(w io.Writer) { printStatus(w, s) }}, err
+}
+
+func printStatus(w io.Writer, s control.Status) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	link := "offline"
+	if s.Online {
+		link = "online"
+	}
+	fmt.Fprintf(tw, "device:\t%s\n", s.DeviceID)
+	fmt.Fprintf(tw, "mode:\t%s\n", s.Mode)
+	fmt.Fprintf(tw, "buffered:\t%d\n", s.Buffered)
+	fmt.Fprintf(tw, "outbox:\t%d\n", s.Outbox)
+	fmt.Fprintf(tw, "link:\t%s\n", link)
+	if s.LastUtterance != nil {
+		fmt.Fprintf(tw, "last utterance:\t%q at %s\n", s.LastUtterance.Text, s.LastUtterance.At.Local().Format(time.DateTime))
+	} else {
+		fmt.Fprintf(tw, "last utterance:\t-\n")
+	}
+	fmt.Fprintf(tw, "transcribed:\t%d utterance(s)\n", s.Transcriptions)
+	fmt.Fprintf(tw, "model:\t%s\n", s.Model)
+	fmt.Fprintf(tw, "version:\t%s\n", s.Version)
+	fmt.Fprintf(tw, "uptime:\t%s\n", (time.Duration(s.UptimeSeconds) * time.Second).String())
+	fmt.Fprintf(tw, "refused (store full):\t%d\n", s.Refused)
+	tw.Flush()
+}

@@ -1,0 +1,124 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/agora/agorad/buffer"
+	"github.com/agora/agorad/cmd/agorad/internal/metrics"
+	"github.com/agora/agorad/cmd/internal/control"
+	"github.com/agora/agorad/sync/protocol"
+)
+
+// status reports what the daemon is doing: Prometheus gauges and counters,
+// link changes (with the offline sound), /healthz, the retained status on
+// MQTT and agoractl status.
+type status struct {
+	*core
+	version string
+	started time.Time
+	speech  *speech
+
+	refused atomic.Uint64 // writes refused for a full disk (caps: Stats.Refused)
+}
+
+// noteRefusal counts what the store refused. Cap refusals are counted by
+// the store itself (Stats.Refused); a full disk is counted here.
+func (rep *status) noteRefusal(err error) {
+	switch {
+	case errors.Is(err, buffer.ErrDiskFull):
+		rep.refused.Add(1)
+		rep.met.Refused("disk_full")
+	case errors.Is(err, buffer.ErrFull):
+		rep.met.Refused("cap")
+	}
+}
+
+// watchOnline turns link changes into status, metrics and a sound.
+func (rep *status) watchOnline(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case up := <-rep.up.OnlineChanged():
+			rep.met.SetOnline(up)
+			if !up {
+				rep.sounds.Play("offline")
+				rep.log.Warn("backend link down; buffering on the device")
+			} else {
+				rep.log.Info("backend link up")
+			}
+		}
+	}
+}
+
+func (rep *status) refreshGauges(ctx context.Context) {
+	t := time.NewTicker(2 * time.Second)
+	defer t.Stop()
+	var reconnects uint64
+	for {
+		rep.updateGauges()
+		for n := rep.up.Stats().Reconnects; reconnects < n; reconnects++ {
+			rep.met.Reconnect()
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
+}
+
+func (rep *status) updateGauges() {
+	if n, err := rep.store.ListenCount(); err == nil {
+		rep.met.SetListenBuffer(n)
+	}
+	if n, err := rep.store.OutboxCount(); err == nil {
+		rep.met.SetOutbox(n)
+	}
+	if st, err := rep.store.Stats(); err == nil {
+		rep.met.SetAudioJournal(st.JournalPending)
+	}
+	rep.met.SetOnline(rep.up.Online())
+}
+
+func (rep *status) health() metrics.Health {
+	h := metrics.Health{OK: true, Online: rep.up.Online(), Mode: string(rep.router.Mode())}
+	if _, err := rep.store.ListenCount(); err != nil {
+		h.OK, h.Reason = false, "store: "+err.Error()
+	}
+	return h
+}
+
+func (rep *status) protocol() protocol.Status {
+	n, _ := rep.store.ListenCount()
+	return protocol.Status{Mode: string(rep.router.Mode()), Buffered: n, Version: rep.version, Model: rep.speech.model, UpdatedAt: time.Now()}
+}
+
+// control is the status agoractl shows.
+func (rep *status) control() (control.Status, error) {
+	st := control.Status{
+		DeviceID: rep.cfg.DeviceID, Mode: string(rep.router.Mode()), Online: rep.up.Online(),
+		Model: rep.speech.model, Version: rep.version, UptimeSeconds: time.Since(rep.started).Seconds(),
+		Refused: rep.refused.Load(), Transcriptions: rep.speech.heard.Load(),
+	}
+	var err error
+	if st.Buffered, err = rep.store.ListenCount(); err != nil {
+		return st, fmt.Errorf("count listen buffer: %w", err)
+	}
+	if st.Outbox, err = rep.store.OutboxCount(); err != nil {
+		return st, fmt.Errorf("count outbox: %w", err)
+	}
+	if s, err := rep.store.Stats(); err == nil {
+		for _, n := range s.Refused {
+			st.Refused += uint64(n)
+		}
+	}
+	if last, at := rep.router.Last(); !at.IsZero() {
+		st.LastUtterance = &control.LastUtterance{Text: last.Text, At: at}
+	}
+	return st, nil
+}
