@@ -165,11 +165,14 @@ func TestRealDutchAndLanguage(t *testing.T) {
 		words []string
 	}{
 		{"rhasspy_nl_test.wav", []string{"zet", "woonkamerlamp", "aan"}},
-		{"whisperdnl_nl_stutter.wav", []string{"makkelijk", "leggen"}},
-		{"whisperdnl_nl_laughter.wav", []string{"vertellen"}},
+		// No human reference for these two: the language is checked, the
+		// text logged.
+		{"whisperdnl_nl_stutter.wav", nil},
+		{"whisperdnl_nl_laughter.wav", nil},
 	} {
 		utts := r.file(t, testaudio.Clip(t, tc.file))
 		text := strings.ToLower(joined(utts))
+		t.Logf("%s: %q", tc.file, text)
 		for _, u := range utts {
 			if u.Text != "" && u.Lang != "nl" {
 				t.Errorf("%s: %q labelled %q, want nl", tc.file, u.Text, u.Lang)
