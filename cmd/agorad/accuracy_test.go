@@ -32,8 +32,10 @@ var (
 	// weights 6.3 / 25.5 / 25.0 / 13.5 %.
 	maxWERTinyEn    = map[string]float64{wer.Sentences: 9, wer.Commands: 30, wer.WakeWords: 26}
 	maxWERTinyEnAll = 16.5
-	// maxLangErrors: English commands that base may label Dutch.
-	maxLangErrors = 2
+	// maxLangErrors: English commands (of 33) that base may label Dutch.
+	// Not yet measured on a quiet machine (issue 15's note): a third, far
+	// from the open detection's ja/ur/ru/hi labels it guards against.
+	maxLangErrors = 11
 	// minWakeHits: wake phrases (of 11) detected in the espeak-ng sentences.
 	minWakeHits = map[string]int{"tiny.en": 1, "base": 1}
 )
