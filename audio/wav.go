@@ -10,6 +10,7 @@ import (
 	"io"
 	"math"
 	"os"
+	"syscall"
 	"time"
 )
 
@@ -35,6 +36,14 @@ type WAVFormat struct {
 	// left it open (0 or 0xFFFFFFFF: "to end of file").
 	DataSize int64
 }
+
+// Limits on what a WAV header may declare (MaxWAVRate covers 384 kHz
+// studio recordings; below MinWAVRate speech is not intelligible anyway).
+const (
+	MinWAVRate     = 8000
+	MaxWAVRate     = 384000
+	MaxWAVChannels = 64
+)
 
 // errTruncated marks a file that ends before its header says it should.
 var errTruncated = errors.New("truncated")
@@ -125,20 +134,31 @@ func parseFmt(f *WAVFormat, b []byte) error {
 		code = int(le.Uint16(guid[0:2]))
 	}
 	f.Format = code
+	// Bounds before any allocation or conversion: a header claiming 1 Hz
+	// would make the converter produce 16,000 samples per input frame.
 	if f.Channels == 0 {
 		return errors.New("fmt chunk declares 0 channels")
+	}
+	if f.Channels > MaxWAVChannels {
+		return fmt.Errorf("fmt chunk field channels: %d, more than %d", f.Channels, MaxWAVChannels)
 	}
 	if f.SampleRate == 0 {
 		return errors.New("fmt chunk declares sample rate 0")
 	}
-	if f.SampleRate > 1_000_000 {
-		return fmt.Errorf("fmt chunk declares sample rate %d Hz, implausibly high", f.SampleRate)
+	if f.SampleRate < MinWAVRate || f.SampleRate > MaxWAVRate {
+		return fmt.Errorf("fmt chunk field sample_rate: %d Hz is outside %d..%d Hz", f.SampleRate, MinWAVRate, MaxWAVRate)
+	}
+	if f.Bits == 0 || f.Bits > 64 {
+		return fmt.Errorf("fmt chunk field bits_per_sample: %d, want 1..64", f.Bits)
 	}
 	if blockAlign == 0 || blockAlign%f.Channels != 0 {
 		// Some writers get block align wrong; derive it from the bit depth.
 		blockAlign = f.Channels * ((f.Bits + 7) / 8)
 	}
 	f.Container = blockAlign / f.Channels
+	if f.Bits > 8*f.Container {
+		return fmt.Errorf("fmt chunk field bits_per_sample: %d bits do not fit the %d-byte sample container (block_align %d, %d channels)", f.Bits, f.Container, blockAlign, f.Channels)
+	}
 	switch code {
 	case wavPCM:
 		if f.Container < 1 || f.Container > 4 {
@@ -203,10 +223,19 @@ type WAVReader struct {
 }
 
 // OpenWAV opens a WAV file for streaming decoding. Errors name the file.
+// Only regular files are accepted: a FIFO or a device could block forever
+// (a FIFO with no writer blocks a plain open) and a directory is not audio.
+// Live audio comes through a capture device instead.
 func OpenWAV(path string) (*WAVReader, error) {
-	f, err := os.Open(path)
+	// O_NONBLOCK: opening a FIFO with no writer returns at once instead of
+	// hanging; for a regular file the flag changes nothing.
+	f, err := os.OpenFile(path, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, fmt.Errorf("open WAV: %w", err)
+	}
+	if err := checkRegular(f, path); err != nil {
+		f.Close()
+		return nil, err
 	}
 	br := bufio.NewReaderSize(f, 64<<10)
 	format, err := parseWAVHeader(br)
@@ -220,6 +249,31 @@ func OpenWAV(path string) (*WAVReader, error) {
 		return nil, fmt.Errorf("read WAV %s: %w", path, err)
 	}
 	return &WAVReader{path: path, f: f, r: br, format: format, conv: conv}, nil
+}
+
+// ErrNotRegular is returned (wrapped) for a WAV path that is not a regular file.
+var ErrNotRegular = errors.New("not a regular file")
+
+func checkRegular(f *os.File, path string) error {
+	st, err := f.Stat()
+	if err != nil {
+		return fmt.Errorf("open WAV %s: %w", path, err)
+	}
+	if m := st.Mode(); !m.IsRegular() {
+		what := "a special file"
+		switch {
+		case m.IsDir():
+			what = "a directory"
+		case m&os.ModeNamedPipe != 0:
+			what = "a named pipe (FIFO)"
+		case m&os.ModeSocket != 0:
+			what = "a socket"
+		case m&os.ModeDevice != 0:
+			what = "a device"
+		}
+		return fmt.Errorf("open WAV %s: it is %s, %w (WAV input must be a file; use a capture device for live audio)", path, what, ErrNotRegular)
+	}
+	return nil
 }
 
 // Format returns the file's format as declared in its header.

@@ -3,11 +3,14 @@ package audio
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 )
 
 // wavSpec describes a WAV file for the test encoder.
@@ -193,6 +196,14 @@ func TestReadFileErrors(t *testing.T) {
 	binary.LittleEndian.PutUint32(zeroRate[24:], 0)
 	adpcm := bytes.Clone(good)
 	binary.LittleEndian.PutUint16(adpcm[20:], 2)
+	oneHz := bytes.Clone(good)
+	binary.LittleEndian.PutUint32(oneHz[24:], 1)
+	megaHz := bytes.Clone(good)
+	binary.LittleEndian.PutUint32(megaHz[24:], 1_000_000)
+	manyCh := bytes.Clone(good)
+	binary.LittleEndian.PutUint16(manyCh[22:], 1000)
+	bigBits := bytes.Clone(good)
+	binary.LittleEndian.PutUint16(bigBits[34:], 40)
 	dataFirst := []byte("RIFF\x10\x00\x00\x00WAVEdata\x04\x00\x00\x00\x00\x00\x00\x00")
 	noData := good[:36]
 	tests := []struct {
@@ -207,6 +218,10 @@ func TestReadFileErrors(t *testing.T) {
 		{"truncated data", "cut.wav", good[:len(good)-500], "truncated data: header declares 2000 bytes, file has 1500"},
 		{"zero channels", "zero.wav", zeroCh, "0 channels"},
 		{"zero rate", "rate.wav", zeroRate, "sample rate 0"},
+		{"1 Hz", "1hz.wav", oneHz, "sample_rate: 1 Hz is outside 8000..384000 Hz"},
+		{"1 MHz", "1mhz.wav", megaHz, "sample_rate: 1000000 Hz is outside"},
+		{"1000 channels", "ch.wav", manyCh, "channels: 1000, more than 64"},
+		{"40 bits in 16", "bits.wav", bigBits, "bits_per_sample: 40 bits do not fit the 2-byte sample container"},
 		{"unsupported format", "adpcm.wav", adpcm, "unsupported format code 0x0002"},
 		{"data before fmt", "order.wav", dataFirst, "before the fmt chunk"},
 		{"no data chunk", "nodata.wav", noData, "no data chunk"},
@@ -228,6 +243,32 @@ func TestReadFileErrors(t *testing.T) {
 	}
 }
 
+// Issue 9, finding 5: a FIFO with no writer hung the commands; a directory
+// gave "read RIFF header: truncated". Both are refused at once, by name.
+func TestOpenWAVNotRegular(t *testing.T) {
+	dir := t.TempDir()
+	fifo := filepath.Join(dir, "pipe.wav")
+	if err := syscall.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct{ path, want string }{
+		{fifo, "named pipe (FIFO)"},
+		{dir, "a directory"},
+		{"/dev/null", "a device"},
+	} {
+		done := make(chan error, 1)
+		go func() { _, err := OpenWAVSource(tc.path, 0, time.Now()); done <- err }()
+		select {
+		case err := <-done:
+			if !errors.Is(err, ErrNotRegular) || !strings.Contains(err.Error(), tc.path) || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s: error %v, want %q naming the path", tc.path, err, tc.want)
+			}
+		case <-time.After(5 * time.Second):
+			t.Fatalf("%s: OpenWAVSource blocked", tc.path)
+		}
+	}
+}
+
 func FuzzParseWAVHeader(f *testing.F) {
 	f.Add(encodeWAV(wavSpec{format: wavPCM, channels: 1, rate: 16000, bits: 16, junkBefore: true}, make([]float64, 10)))
 	f.Add(encodeWAV(wavSpec{format: wavFloat, extensible: true, channels: 2, rate: 48000, bits: 32}, make([]float64, 10)))
@@ -239,7 +280,8 @@ func FuzzParseWAVHeader(f *testing.F) {
 		if err != nil {
 			return
 		}
-		if format.Channels <= 0 || format.SampleRate <= 0 || format.Container <= 0 {
+		if format.Channels <= 0 || format.Channels > MaxWAVChannels || format.SampleRate < MinWAVRate || format.SampleRate > MaxWAVRate ||
+			format.Container <= 0 || format.Bits > 8*format.Container {
 			t.Fatalf("accepted invalid format %+v", format)
 		}
 		// Decoding the rest must not panic either.

@@ -30,6 +30,11 @@ func (a *accounting) add(ar area, n int, b int64) {
 	a.bytes[ar] += b
 }
 
+// n is the count of an area as reported: never negative (a count below
+// zero would mean the accounting missed an item, rebuilt by the scan at the
+// next Open; a gauge showing -3 entries helps no one).
+func (a *accounting) n(ar area) int { return max(0, a.count[ar]) }
+
 // items is what MaxItems caps: messages waiting (listen records, outbox
 // entries) and audio clips not yet transcribed. Retained audio is not
 // counted: it is evicted instead.

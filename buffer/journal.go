@@ -167,3 +167,15 @@ func (s *Store) consumeAudio(txn *badger.Txn, audioID string) (func(), error) {
 		}
 	}, nil
 }
+
+// ReleaseAudio does to id's journal entry what storing its text does:
+// deletes it (retention "drop") or keeps it as retained audio ("keep").
+// For text stored with Record.KeepJournal whose last part turned out empty.
+// Unknown IDs are ignored.
+func (s *Store) ReleaseAudio(id string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.writeLocked("release audio "+id, -1, func(txn *badger.Txn, _ uint64) (func(), error) {
+		return s.consumeAudio(txn, id)
+	})
+}

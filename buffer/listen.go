@@ -19,6 +19,9 @@ func (s *Store) AppendListen(rec Record) (Record, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	audioID := rec.AudioID
+	if rec.KeepJournal {
+		audioID = "" // linked, not consumed: more text from it follows
+	}
 	val, err := s.prepareRecord(&rec)
 	if err != nil {
 		return Record{}, fmt.Errorf("append to listen buffer: %w", err)
@@ -62,7 +65,7 @@ func (s *Store) ListenCount() (int, error) {
 	if s.closed {
 		return 0, fmt.Errorf("count listen buffer: %w", ErrClosed)
 	}
-	return s.acct.count[areaListen], nil
+	return s.acct.n(areaListen), nil
 }
 
 // ListListen returns up to limit records (all when limit <= 0), in Seq order.

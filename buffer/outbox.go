@@ -106,6 +106,9 @@ func (s *Store) EnqueueUtterance(rec Record) (Entry, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	audioID := rec.AudioID
+	if rec.KeepJournal {
+		audioID = "" // linked, not consumed: more text from it follows
+	}
 	body, err := s.prepareRecord(&rec)
 	if err != nil {
 		return Entry{}, fmt.Errorf("%s: %w", what, err)
@@ -128,16 +131,23 @@ func (s *Store) Pending(limit int) ([]Entry, error) {
 		for _, prefix := range [][]byte{prefixControl, prefixData} {
 			it := txn.NewIterator(badger.IteratorOptions{PrefetchValues: true, PrefetchSize: 16, Prefix: prefix})
 			for it.Rewind(); it.Valid() && (limit <= 0 || len(out) < limit); it.Next() {
+				item := it.Item()
 				var e Entry
-				err := it.Item().Value(func(v []byte) error {
+				err := item.Value(func(v []byte) error {
+					if err := checkValue(item.Key(), v, item.ValueSize()); err != nil {
+						e = unreadableEntry(item.Key(), v, err)
+						return nil
+					}
 					var err error
 					e, err = decodeEntry(v)
 					return err
 				})
 				if err != nil {
+					// Not damage to the value: Badger could not read it.
 					it.Close()
-					return fmt.Errorf("outbox key %q: %w", it.Item().Key(), err)
+					return fmt.Errorf("outbox key %q: %w", item.Key(), err)
 				}
+				e.StoreID = s.storeID
 				out = append(out, e)
 			}
 			it.Close()
@@ -171,7 +181,18 @@ func (s *Store) deleteSome(ids []string) error {
 	// they are how space comes back.
 	return s.writeLocked("delete delivered entries", -1, func(txn *badger.Txn, _ uint64) (func(), error) {
 		var delta accounting
+		unreadable := 0
 		for _, id := range ids {
+			if ok, isUnreadable := unreadableKey(id); isUnreadable {
+				d, err := deleteUnreadable(txn, ok)
+				if err != nil {
+					return nil, err
+				}
+				delta.add(areaOf2(ok), d.count, d.bytes)
+				delta.add(areaIndex, 0, d.indexBytes)
+				unreadable -= d.count
+				continue
+			}
 			ik := indexKey(id)
 			item, err := txn.Get(ik)
 			if errors.Is(err, badger.ErrKeyNotFound) {
@@ -203,6 +224,7 @@ func (s *Store) deleteSome(ids []string) error {
 			for ar := range numAreas {
 				s.acct.add(ar, delta.count[ar], delta.bytes[ar])
 			}
+			s.unreadable = max(0, s.unreadable-unreadable)
 		}, nil
 	})
 }
@@ -214,5 +236,5 @@ func (s *Store) OutboxCount() (int, error) {
 	if s.closed {
 		return 0, fmt.Errorf("count outbox: %w", ErrClosed)
 	}
-	return s.acct.count[areaControl] + s.acct.count[areaData], nil
+	return s.acct.n(areaControl) + s.acct.n(areaData), nil
 }

@@ -13,12 +13,16 @@ import (
 // Stats describes what the store holds, for status messages and agoractl.
 type Stats struct {
 	Dir            string `json:"dir"`
-	Seq            uint64 `json:"seq"` // last assigned sequence
+	StoreID        string `json:"store_id"` // the store's incarnation
+	Seq            uint64 `json:"seq"`      // last assigned sequence
 	Listen         int    `json:"listen"`
 	OutboxControl  int    `json:"outbox_control"`
 	OutboxData     int    `json:"outbox_data"`
 	JournalPending int    `json:"journal_pending"` // audio without text yet
 	AudioRetained  int    `json:"audio_retained"`
+	// Unreadable outbox entries found at Open (value-log damage); they
+	// go out as dead letters.
+	Unreadable int `json:"unreadable,omitempty"`
 
 	StoredBytes int64 `json:"stored_bytes"` // keys+values we hold (what MaxBytes caps)
 	LSMBytes    int64 `json:"lsm_bytes"`    // Badger tables, WAL and metadata on disk
@@ -41,13 +45,15 @@ func (s *Store) Stats() (Stats, error) {
 	s.mu.Lock()
 	st := Stats{
 		Dir:            s.dir,
+		StoreID:        s.storeID,
+		Unreadable:     s.unreadable,
 		Seq:            s.seq,
-		Listen:         s.acct.count[areaListen],
-		OutboxControl:  s.acct.count[areaControl],
-		OutboxData:     s.acct.count[areaData],
-		JournalPending: s.acct.count[areaJournal],
-		AudioRetained:  s.acct.count[areaRetained],
-		StoredBytes:    s.acct.total(),
+		Listen:         s.acct.n(areaListen),
+		OutboxControl:  s.acct.n(areaControl),
+		OutboxData:     s.acct.n(areaData),
+		JournalPending: s.acct.n(areaJournal),
+		AudioRetained:  s.acct.n(areaRetained),
+		StoredBytes:    max(0, s.acct.total()),
 		MaxBytes:       s.opts.MaxBytes,
 		MaxItems:       s.opts.MaxItems,
 		Refused:        maps.Clone(s.refused),

@@ -9,9 +9,11 @@ import (
 	"os"
 	"path/filepath"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
+	"github.com/dgraph-io/badger/v4/options"
 	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
 )
@@ -89,6 +91,12 @@ type Options struct {
 	IndexCacheSize   int64         // default 4 MiB
 	GCInterval       time.Duration // value-log GC period; default 10m; negative disables
 
+	// EncryptionKey (16, 24 or 32 bytes: AES-128/192/256) encrypts the
+	// whole store at rest with Badger's encryption: tables, value log
+	// (journaled audio included) and write-ahead log. nil: not encrypted.
+	// A store is opened with the key it was created with (see Rekey).
+	EncryptionKey []byte
+
 	Logger *slog.Logger // nil means slog.Default()
 }
 
@@ -126,6 +134,11 @@ func (o Options) withDefaults() (Options, error) {
 	if o.ReserveBytes <= 0 {
 		o.ReserveBytes = 4*o.MemTableSize + 8<<20
 	}
+	switch len(o.EncryptionKey) {
+	case 0, 16, 24, 32:
+	default:
+		return o, fmt.Errorf("option encryption key: %d bytes, want 16, 24 or 32 (AES-128/192/256)", len(o.EncryptionKey))
+	}
 	if o.GCInterval == 0 {
 		o.GCInterval = 10 * time.Minute
 	}
@@ -150,8 +163,16 @@ type Store struct {
 	dbMu sync.RWMutex
 	db   *badger.DB
 
-	seq         uint64 // last assigned sequence
-	listenFloor uint64 // listen records with seq <= floor were moved into a batch
+	seq       uint64        // last assigned sequence
+	committed atomic.Uint64 // last sequence a committed write stored (read by the periodic sync)
+	// identMu guards ident's file writes: the periodic sync must not take
+	// mu (Close holds mu while it waits for the background goroutines).
+	identMu     sync.Mutex
+	ident       *identity
+	storeID     string
+	unreadable  int         // outbox entries whose value could not be read at Open (sent as dead letters)
+	vlogDamaged atomic.Bool // keyVlogDamaged is set: no value-log GC
+	listenFloor uint64      // listen records with seq <= floor were moved into a batch
 	acct        accounting
 	// recovering is set when Badger itself failed a write for lack of
 	// space: its in-memory state is then unusable (the mutable memtable is
@@ -179,7 +200,13 @@ type Store struct {
 
 // Key layout (see docs/storage.md).
 var (
-	keySchema      = []byte("m/schema")
+	keySchema  = []byte("m/schema")
+	keyStoreID = []byte("m/store_id")
+	// keyVlogDamaged marks a store whose value log held an unreadable
+	// value. Badger's value-log GC reads a file up to its first bad entry
+	// and then deletes the whole file, so GC stays off for such a store
+	// (for good: the bad bytes stay in the file) until it is salvaged.
+	keyVlogDamaged = []byte("m/vlog_damaged")
 	keyMode        = []byte("s/mode")
 	keySeq         = []byte("s/seq")
 	keyListenFloor = []byte("s/lfloor")
@@ -243,7 +270,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		notify:    make(chan struct{}, 1),
 		minInodes: minFreeInodes,
 	}
-	if err := s.openDB(); err != nil {
+	if err := s.openChecked(); err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
@@ -280,6 +307,10 @@ func (s *Store) badgerOptions() badger.Options {
 		WithNumVersionsToKeep(1).
 		WithDetectConflicts(false). // writers are serialised by Store.mu
 		WithVerifyValueChecksum(true).
+		// Tables are verified whole before Open (preflight); blocks are
+		// verified as they are read.
+		WithChecksumVerificationMode(options.OnBlockRead).
+		WithEncryptionKey(o.EncryptionKey).
 		WithMetricsEnabled(false)
 }
 
@@ -291,7 +322,7 @@ func (s *Store) openDB() error {
 	if err := s.checkSpace(-1); err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}
-	db, err := badger.Open(s.badgerOptions())
+	db, err := openBadger(s.badgerOptions())
 	if err != nil {
 		return fmt.Errorf("open store in %s: %w", s.dir, s.classify(err))
 	}
@@ -331,6 +362,7 @@ func (s *Store) loadState(db *badger.DB) error {
 		// On a reopen the in-memory counter may be ahead (sequences of
 		// failed writes are skipped): never go back.
 		s.seq = max(s.seq, seq)
+		s.committed.Store(max(s.committed.Load(), seq))
 		if s.listenFloor, err = getUint64(txn, keyListenFloor); err != nil && !errors.Is(err, badger.ErrKeyNotFound) {
 			return fmt.Errorf("read listen floor: %w", err)
 		}
@@ -377,9 +409,24 @@ func (s *Store) Close() error {
 	s.dbMu.Lock()
 	defer s.dbMu.Unlock()
 	if s.db == nil { // retired after a disk-full failure, closed above
-		return nil
+		return s.closeIdentity()
 	}
 	if err := s.db.Close(); err != nil {
+		s.identMu.Lock()
+		if s.ident != nil && s.ident.f != nil {
+			_ = s.ident.f.Close() // unclean: the next Open resumes above the lease
+			s.ident.f = nil
+		}
+		s.identMu.Unlock()
+		return fmt.Errorf("close store in %s: %w", s.dir, err)
+	}
+	return s.closeIdentity()
+}
+
+func (s *Store) closeIdentity() error {
+	s.identMu.Lock()
+	defer s.identMu.Unlock()
+	if err := s.ident.close(s.committed.Load(), s.seq); err != nil {
 		return fmt.Errorf("close store in %s: %w", s.dir, err)
 	}
 	return nil
@@ -441,6 +488,14 @@ func (s *Store) writeLocked(what string, needSpace int64, fn func(txn *badger.Tx
 		s.noteErr(what, err)
 		return fmt.Errorf("%s: %w", what, err)
 	}
+	s.identMu.Lock()
+	err := s.ident.ensureLease(s.seq + 1)
+	s.identMu.Unlock()
+	if err != nil {
+		s.noteErr(what, err)
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	prev := s.seq
 	s.dbMu.RLock()
 	db := s.db
 	txn := db.NewTransaction(true)
@@ -463,6 +518,20 @@ func (s *Store) writeLocked(what string, needSpace int64, fn func(txn *badger.Tx
 	}
 	if after != nil {
 		after()
+	}
+	if s.seq != prev {
+		s.committed.Store(s.seq)
+		if s.opts.Sync == SyncAlways {
+			// Committed and fsynced: record the high-water mark (a
+			// write without fsync: it must survive the process, the
+			// lease covers a power cut).
+			s.identMu.Lock()
+			err := s.ident.advance(s.seq)
+			s.identMu.Unlock()
+			if err != nil {
+				s.log.Warn("record sequence high-water mark", "err", err)
+			}
+		}
 	}
 	return nil
 }
@@ -542,11 +611,28 @@ func every(ctx context.Context, d time.Duration, fn func()) {
 
 // syncOnce is the periodic fsync of sync policy "interval".
 func (s *Store) syncOnce() {
-	s.dbMu.RLock()
-	defer s.dbMu.RUnlock()
-	if s.db != nil {
+	committed := s.committed.Load()
+	synced := func() bool {
+		s.dbMu.RLock()
+		defer s.dbMu.RUnlock()
+		if s.db == nil {
+			return false
+		}
 		if err := s.db.Sync(); err != nil {
 			s.log.Error("periodic sync", "err", err)
+			return false
+		}
+		return true
+	}()
+	if !synced {
+		return
+	}
+	// Everything committed before the sync is durable now.
+	s.identMu.Lock()
+	defer s.identMu.Unlock()
+	if s.ident != nil && s.ident.f != nil { // not closed
+		if err := s.ident.advance(committed); err != nil {
+			s.log.Warn("record sequence high-water mark", "err", err)
 		}
 	}
 }
@@ -555,8 +641,8 @@ func (s *Store) syncOnce() {
 func (s *Store) RunGC() {
 	s.dbMu.RLock()
 	defer s.dbMu.RUnlock()
-	if s.db == nil {
-		return
+	if s.db == nil || s.vlogDamaged.Load() {
+		return // see keyVlogDamaged
 	}
 	for s.checkSpace(0) == nil && s.db.RunValueLogGC(0.5) == nil {
 	}

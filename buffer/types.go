@@ -36,6 +36,11 @@ type Record struct {
 	Offline    bool      `json:"offline"`            // produced while the uplink was down
 	AudioID    string    `json:"audio_id,omitempty"` // journal key when audio is retained
 	CreatedAt  time.Time `json:"created_at"`         // when the store accepted it
+	// KeepJournal stores the record without consuming AudioID's journal
+	// entry: more text from the same audio follows (the words before
+	// "agora"), and the audio must stay journaled until the last of it is
+	// stored. Not stored.
+	KeepJournal bool `json:"-"`
 }
 
 // Entry is one outbox message waiting for delivery. Body is the kind-specific
@@ -49,6 +54,15 @@ type Entry struct {
 	CreatedAt time.Time `json:"created_at"`
 	Offline   bool      `json:"offline"`
 	Body      []byte    `json:"body"`
+
+	// Unreadable is set when the stored entry could not be read or decoded
+	// (damage): ID is then a stand-in naming its place ("unreadable-<lane>-
+	// <seq>", accepted by Delete), Kind is empty and Body holds whatever
+	// bytes were read. The uplink sends it as a dead letter so that the
+	// queue moves on and the loss is visible to the backend.
+	Unreadable string `json:"unreadable,omitempty"`
+	// StoreID is the store's incarnation (Store.StoreID), set by Pending.
+	StoreID string `json:"store_id,omitempty"`
 }
 
 // BatchBody is the outbox Body of a KindBatch entry: a flushed listen

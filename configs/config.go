@@ -39,6 +39,7 @@ type Config struct {
 	Storage    Storage     `yaml:"storage"`
 	MQTT       MQTT        `yaml:"mqtt"`
 	Sounds     Sounds      `yaml:"sounds"`
+	Replies    Replies     `yaml:"replies"`
 	Control    Control     `yaml:"control"`
 	Metrics    Metrics     `yaml:"metrics"`
 	Log        Log         `yaml:"log"`
@@ -114,6 +115,10 @@ type Storage struct {
 	MaxItems       int    `yaml:"max_items"`
 	Sync           string `yaml:"sync"`            // always | interval | none
 	AudioRetention string `yaml:"audio_retention"` // drop | keep
+	// EncryptionKeyFile turns on encryption at rest (AES, the whole store):
+	// 16/24/32 raw bytes or 32/48/64 hex digits; $VARIABLES are expanded,
+	// e.g. ${CREDENTIALS_DIRECTORY}/agorad-store-key (systemd credentials).
+	EncryptionKeyFile string `yaml:"encryption_key_file"`
 }
 
 // MQTT is the uplink to the backend.
@@ -128,6 +133,9 @@ type MQTT struct {
 	ReconnectMin     Duration `yaml:"reconnect_min"`
 	ReconnectMax     Duration `yaml:"reconnect_max"`
 	BatchAckRequired bool     `yaml:"batch_ack_required"`
+	Delivery         string   `yaml:"delivery"`    // broker | backend
+	AckTimeout       Duration `yaml:"ack_timeout"` // backend acks: re-publish after
+	StuckAfter       Duration `yaml:"stuck_after"` // outbox head waiting this long online: warn
 }
 
 // TLS files for the broker connection.
@@ -142,6 +150,26 @@ type Sounds struct {
 	Enabled bool    `yaml:"enabled"`
 	Volume  float64 `yaml:"volume"`
 	Device  string  `yaml:"device"`
+}
+
+// Replies are the backend's answers, spoken on the device (issue 7).
+type Replies struct {
+	Enabled    bool     `yaml:"enabled"`
+	Engine     string   `yaml:"engine"`
+	Voices     Voices   `yaml:"voices"`
+	Rate       int      `yaml:"rate"`
+	Volume     float64  `yaml:"volume"`
+	Language   string   `yaml:"language"`
+	MaxAge     Duration `yaml:"max_age"`
+	MaxChars   int      `yaml:"max_chars"`
+	HalfDuplex bool     `yaml:"half_duplex"`
+	Tail       Duration `yaml:"tail"`
+}
+
+// Voices name the synthesis voice per language.
+type Voices struct {
+	NL string `yaml:"nl"`
+	EN string `yaml:"en"`
 }
 
 // Control is the agoractl socket.

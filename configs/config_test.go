@@ -192,6 +192,12 @@ func TestValidationNamesField(t *testing.T) {
 		{"broker ok ssl", func(c *Config) { c.MQTT.Broker = "ssl://b.example:8883" }, ""},
 		{"broker empty disables", func(c *Config) { c.MQTT.Broker = "" }, ""},
 		{"volume", func(c *Config) { c.Sounds.Volume = 1.5 }, "sounds.volume: 1.5 not in 0..1"},
+		{"replies engine", func(c *Config) { c.Replies.Engine = "festival" }, `replies.engine: "festival" is not one of espeak-ng`},
+		{"replies voice option", func(c *Config) { c.Replies.Voices.NL = "--help" }, "replies.voices.nl:"},
+		{"replies language", func(c *Config) { c.Replies.Language = "de" }, "replies.language:"},
+		{"replies max_age", func(c *Config) { c.Replies.MaxAge = 0 }, "replies.max_age:"},
+		{"replies rate", func(c *Config) { c.Replies.Rate = 5 }, "replies.rate:"},
+		{"replies off skips checks", func(c *Config) { c.Replies.Enabled = false; c.Replies.Engine = "x" }, ""},
 		{"metrics public", func(c *Config) { c.Metrics.Listen = "0.0.0.0:9464" }, "metrics.listen: 0.0.0.0:9464 is not a loopback address"},
 		{"metrics v6 loopback", func(c *Config) { c.Metrics.Listen = "[::1]:9464" }, ""},
 		{"metrics localhost", func(c *Config) { c.Metrics.Listen = "localhost:0" }, ""},
@@ -437,5 +443,48 @@ func TestModelsDir(t *testing.T) {
 	c.Models.Dir = "/opt/models"
 	if got := c.ModelsDir(); got != "/opt/models" {
 		t.Fatalf("ModelsDir = %s", got)
+	}
+}
+
+// Issue 9, item 7: a 0644 password_file or a world-readable config holding
+// a password gives a warning naming the file; 0600 gives none.
+func TestSecretWarnings(t *testing.T) {
+	dir := t.TempDir()
+	pw := filepath.Join(dir, "pw")
+	cfgPW := filepath.Join(dir, "with-password.yaml")
+	cfgFile := filepath.Join(dir, "with-file.yaml")
+	os.WriteFile(cfgPW, []byte("mqtt:\n  password: s3cret\n"), 0o644)
+	os.WriteFile(cfgFile, []byte("mqtt:\n  password_file: "+pw+"\n"), 0o644)
+	for _, tc := range []struct {
+		name       string
+		cfg        string
+		pwMode     os.FileMode
+		cfgMode    os.FileMode
+		wantSubstr string // "" means no warning
+	}{
+		{"password_file 0644", cfgFile, 0o644, 0o644, "mqtt.password_file: " + pw + " has mode 0644"},
+		{"password_file 0600", cfgFile, 0o600, 0o644, ""},
+		{"config with password 0644", cfgPW, 0o600, 0o644, "holds mqtt.password and has mode 0644"},
+		{"config with password 0640", cfgPW, 0o600, 0o640, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			os.WriteFile(pw, []byte("s3cret\n"), tc.pwMode)
+			os.Chmod(pw, tc.pwMode)
+			os.Chmod(tc.cfg, tc.cfgMode)
+			c, err := Load(tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			w := c.SecretWarnings(tc.cfg)
+			if tc.wantSubstr == "" {
+				if len(w) != 0 {
+					t.Errorf("warnings %q, want none", w)
+				}
+				return
+			}
+			if len(w) != 1 || !strings.Contains(w[0], tc.wantSubstr) {
+				t.Errorf("warnings %q, want one containing %q", w, tc.wantSubstr)
+			}
+		})
 	}
 }

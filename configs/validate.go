@@ -68,6 +68,11 @@ func (c *Config) Validate() error {
 		bad("input.source", `is empty (use "default", a device name or index, a .wav path, or "none")`)
 	case strings.HasSuffix(strings.ToLower(src), ".wav"):
 		fileExists("input.source", src)
+		// A FIFO or device would block the daemon (a FIFO with no writer
+		// blocks the open itself); live audio is a capture device.
+		if st, err := os.Stat(src); err == nil && !st.IsDir() && !st.Mode().IsRegular() {
+			bad("input.source", "%s is not a regular file (%s): a WAV input must be a file; use a capture device for live audio", src, st.Mode().Type())
+		}
 	}
 	if k := c.Input.PTT.KeyCode; k < 1 || k > 767 {
 		bad("input.ptt.key_code", "%d not in 1..767 (linux/input-event-codes.h)", k)
@@ -153,6 +158,9 @@ func (c *Config) Validate() error {
 	durBetween("mqtt.keepalive", m.Keepalive, 5*time.Second, time.Hour)
 	durBetween("mqtt.reconnect_min", m.ReconnectMin, 100*time.Millisecond, time.Hour)
 	durBetween("mqtt.reconnect_max", m.ReconnectMax, 100*time.Millisecond, 24*time.Hour)
+	oneOf("mqtt.delivery", m.Delivery, "broker", "backend")
+	durBetween("mqtt.ack_timeout", m.AckTimeout, time.Second, 24*time.Hour)
+	durBetween("mqtt.stuck_after", m.StuckAfter, time.Second, 7*24*time.Hour)
 	if m.ReconnectMax < m.ReconnectMin {
 		bad("mqtt.reconnect_max", "%s is below mqtt.reconnect_min (%s)", m.ReconnectMax, m.ReconnectMin)
 	}
@@ -161,6 +169,24 @@ func (c *Config) Validate() error {
 	between("sounds.volume", c.Sounds.Volume, 0, 1)
 	if c.Sounds.Enabled && strings.TrimSpace(c.Sounds.Device) == "" {
 		bad("sounds.device", `is empty (use "default", a device name or index)`)
+	}
+	if r := c.Replies; r.Enabled {
+		oneOf("replies.engine", r.Engine, "espeak-ng")
+		for path, v := range map[string]string{"replies.voices.nl": r.Voices.NL, "replies.voices.en": r.Voices.EN} {
+			if strings.TrimSpace(v) == "" || strings.ContainsAny(v, " \t\n") || strings.HasPrefix(v, "-") {
+				bad(path, "%s is not a voice name (see espeak-ng --voices)", quote(v))
+			}
+		}
+		if r.Rate != 0 && (r.Rate < 80 || r.Rate > 450) {
+			bad("replies.rate", "%d not in 80..450 words per minute (0: the engine's default)", r.Rate)
+		}
+		between("replies.volume", r.Volume, 0, 1)
+		oneOf("replies.language", r.Language, "nl", "en")
+		durBetween("replies.max_age", r.MaxAge, time.Second, 7*24*time.Hour)
+		if r.MaxChars < 20 || r.MaxChars > 8192 {
+			bad("replies.max_chars", "%d not in 20..8192", r.MaxChars)
+		}
+		durBetween("replies.tail", r.Tail, 0, 5*time.Second)
 	}
 	switch sock := c.Control.Socket; {
 	case sock == "":

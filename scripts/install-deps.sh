@@ -5,7 +5,9 @@
 #   libwhisper-dev, libggml-dev  whisper.cpp and ggml (Debian sid, pinned on bookworm)
 #   portaudio19-dev              microphone capture and earcon playback
 #   mosquitto, mosquitto-clients MQTT broker for tests and benchmarks
-#   espeak-ng, sox, alsa-utils   synthetic speech, audio conversion, the ALSA file microphone
+#   espeak-ng                    speaks the replies (run time); synthetic speech in tests
+#   sox, alsa-utils              audio conversion, the ALSA file microphone
+#   nats-server                  MQTT broker + JetStream for the bridge's fleet tests (bookworm 2.9.10)
 #   libasound2-plugins           (not needed: the file plugin is in libasound2 itself)
 #
 # Set AGORAD_DEPS_TEST=0 to skip the test-only packages on a production device.
@@ -51,8 +53,9 @@ PIN
   fi
 fi
 
-pkgs_run=(portaudio19-dev pkg-config mosquitto mosquitto-clients alsa-utils)
-pkgs_test=(espeak-ng sox libsox-fmt-all)
+# espeak-ng speaks the backend's replies (run as its own process, never linked).
+pkgs_run=(portaudio19-dev pkg-config mosquitto mosquitto-clients alsa-utils espeak-ng)
+pkgs_test=(sox libsox-fmt-all nats-server)
 want=("${pkgs_run[@]}")
 if [ "${AGORAD_DEPS_TEST:-1}" != 0 ]; then want+=("${pkgs_test[@]}"); fi
 

@@ -10,5 +10,7 @@
 //
 //   - sync/protocol: the wire format (topics, JSON messages, command validation)
 //   - sync/uplink: the MQTT client that drains the outbox and takes commands
-//   - sync/brokertest: a real mosquitto on a free loopback port, for tests
+//   - sync/brokertest: a real mosquitto (or nats-server) on a free loopback port, for tests
+//   - sync/agui: the backend side's AG-UI client
+//   - sync/bridge: the backend side, agora-bridge's core (docs/bridge.md)
 package sync

@@ -16,13 +16,19 @@ import (
 // measure would mean anything.
 func RealModel(tb testing.TB, name string) string {
 	tb.Helper()
-	dir := realModelsDir()
-	path := filepath.Join(dir, "ggml-"+name+".bin")
-	if _, err := os.Stat(path); err == nil {
-		return path
+	path, ok := RealModelPath(name)
+	if !ok {
+		tb.Skip(unavailable(realModelsDir(), fmt.Sprintf("real Whisper model %s not found at %s", name, path)))
 	}
-	tb.Skip(unavailable(dir, fmt.Sprintf("real Whisper model %s not found at %s", name, path)))
-	return ""
+	return path
+}
+
+// RealModelPath is where `make models` puts the real model name, and whether
+// it is there: for tests that run either way and check more with real words.
+func RealModelPath(name string) (string, bool) {
+	path := filepath.Join(realModelsDir(), "ggml-"+name+".bin")
+	_, err := os.Stat(path)
+	return path, err == nil
 }
 
 // CT2Model returns the CTranslate2 model directory `make models` unpacked

@@ -1,6 +1,6 @@
 // Command agoractl controls a running agorad over its unix control socket:
-// status, mode switches, typed text, the listen buffer, the outbox and
-// push-to-talk. Exit status: 0 success, 1 failure (daemon not running,
+// status, mode switches, typed text, the listen buffer, the outbox,
+// push-to-talk and the spoken replies. Exit status: 0 success, 1 failure (daemon not running,
 // request refused), 2 usage error.
 package main
 
@@ -31,6 +31,9 @@ commands:
   outbox [--limit N]     entries waiting for the broker
   flush                  send the listen buffer now as one batch (mode unchanged)
   ptt down|up            press or release push-to-talk
+  replies [--limit N]    the backend's replies with their outcome (spoken, held, expired, ...)
+  replies play [ID]      speak a reply now (no ID: every reply waiting)
+  stop                   stop speaking the current reply
 
 flags (anywhere before --):
   --socket PATH  control socket (default $AGORAD_SOCKET or ` + control.DefaultSocket + `)
@@ -135,6 +138,9 @@ var commands = map[string]command{
 	"outbox": {check: nargs(1), call: outbox},
 	"flush":  {check: nargs(1), call: flush},
 	"ptt":    {check: checkPTT, call: ptt},
+
+	"replies": {check: checkReplies, call: repliesCmd},
+	"stop":    {check: nargs(1), call: stopCmd},
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {

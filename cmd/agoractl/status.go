@@ -27,6 +27,17 @@ func printStatus(w io.Writer, s control.Status) {
 	fmt.Fprintf(tw, "buffered:\t%d\n", s.Buffered)
 	fmt.Fprintf(tw, "outbox:\t%d\n", s.Outbox)
 	fmt.Fprintf(tw, "link:\t%s\n", link)
+	if s.Unconfirmed > 0 {
+		fmt.Fprintf(tw, "unconfirmed:\t%d (accepted by the broker, not confirmed by the backend: check ACLs and the bridge)\n", s.Unconfirmed)
+	} else {
+		fmt.Fprintf(tw, "unconfirmed:\t0\n")
+	}
+	if s.StuckSeconds > 0 {
+		fmt.Fprintf(tw, "outbox stuck:\t%s\n", (time.Duration(s.StuckSeconds) * time.Second).String())
+	}
+	for _, p := range s.Problems {
+		fmt.Fprintf(tw, "problem:\t%s\n", p)
+	}
 	if s.LastUtterance != nil {
 		fmt.Fprintf(tw, "last utterance:\t%q at %s\n", s.LastUtterance.Text, s.LastUtterance.At.Local().Format(time.DateTime))
 	} else {
@@ -37,5 +48,14 @@ func printStatus(w io.Writer, s control.Status) {
 	fmt.Fprintf(tw, "version:\t%s\n", s.Version)
 	fmt.Fprintf(tw, "uptime:\t%s\n", (time.Duration(s.UptimeSeconds) * time.Second).String())
 	fmt.Fprintf(tw, "refused (store full):\t%d\n", s.Refused)
+	speaking := "-"
+	if s.Speaking != "" {
+		speaking = "reply " + s.Speaking
+	}
+	fmt.Fprintf(tw, "speaking:\t%s\n", speaking)
+	fmt.Fprintf(tw, "replies waiting:\t%d\n", s.RepliesWaiting)
+	if s.Speech != "" {
+		fmt.Fprintf(tw, "speech:\t%s\n", s.Speech)
+	}
 	tw.Flush()
 }

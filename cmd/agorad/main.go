@@ -12,6 +12,8 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"syscall"
+
+	"github.com/agora/agorad/audio"
 )
 
 // version is set at build time: -ldflags "-X main.version=1.2.3".
@@ -23,9 +25,13 @@ const (
 	exitFailed    = 1 // some inputs failed; the daemon could not start or failed while running
 	exitUsage     = 2 // usage or configuration error
 	exitUndrained = 3 // run with a file input: processed, but the outbox was not drained in time (entries stay stored)
+	exitStore     = 4 // the store was refused: damaged, rolled back, replaced, or its encryption key wrong or missing
 )
 
 func main() {
+	if err := audio.ReexecForPortAudio(); err != nil {
+		fmt.Fprintf(os.Stderr, "agorad: %v (going on: a PortAudio stream open may abort the process)\n", err)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := dispatch(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()
@@ -41,6 +47,7 @@ commands:
   model fetch NAME         download a model from the catalog into ./models
   model import DIR         convert a CTranslate2 (faster-whisper) Whisper model to ggml
   model list               list the models in the catalog
+  store check|salvage|rekey  verify, rescue or re-key the store (agorad store for flags)
   version                  print the version
   help                     print this help
 `
@@ -61,6 +68,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return cmdDevices(rest, stdout, stderr, listDevices)
 	case "model":
 		return cmdModel(ctx, rest, stdout, stderr)
+	case "store":
+		return cmdStore(ctx, rest, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintf(stdout, "agorad %s%s\n", version, revision())
 		return exitOK

@@ -12,6 +12,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/agora/agorad/buffer"
 	"github.com/agora/agorad/cmd/agorad/internal/daemon"
 	"github.com/agora/agorad/configs"
 )
@@ -77,6 +78,9 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) int
 	}
 	logger := cfg.Log.NewLogger(stderr, level)
 	slog.SetDefault(logger)
+	for _, w := range cfg.SecretWarnings(*cfgPath) {
+		logger.Warn("configuration: secret readable by others", "problem", w)
+	}
 
 	reload := make(chan struct{}, 1)
 	hup := make(chan os.Signal, 1)
@@ -111,6 +115,8 @@ func runExitCode(err error) int {
 		return exitUsage
 	case errors.Is(err, daemon.ErrUndrained):
 		return exitUndrained
+	case errors.Is(err, buffer.ErrDamaged), errors.Is(err, buffer.ErrRolledBack), errors.Is(err, buffer.ErrKey):
+		return exitStore
 	default:
 		return exitFailed
 	}

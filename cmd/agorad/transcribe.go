@@ -197,19 +197,30 @@ func resolveVAD(p pipeline, value string) (string, error) {
 // transcribeFile runs one file through the pipeline. Utterances already
 // written stay written when a later one fails.
 func transcribeFile(ctx context.Context, file string, det prober, tr utteranceTranscriber, rules *wake.Rules, enc *json.Encoder) error {
-	samples, err := audio.ReadFile(file)
+	// Streamed: memory does not grow with the file (a 2 GB WAV is decoded
+	// 100 ms at a time), and each read checks ctx, so SIGTERM stops it.
+	src, err := audio.OpenWAVSource(file, 0, time.Now())
 	if err != nil {
 		if !strings.Contains(err.Error(), file) {
 			err = fmt.Errorf("%s: %w", file, err)
 		}
 		return err
 	}
-	return transcribeSamples(ctx, file, samples, det, tr, rules, enc)
+	defer src.Close()
+	return transcribeSource(ctx, file, src, det, tr, rules, enc)
 }
 
 // transcribeSamples runs 16 kHz mono samples, named file in the output,
 // through the pipeline.
 func transcribeSamples(ctx context.Context, file string, samples []float32, det prober, tr utteranceTranscriber, rules *wake.Rules, enc *json.Encoder) error {
+	src := audio.NewSliceSource(samples, 0, time.Now())
+	defer src.Close()
+	return transcribeSource(ctx, file, src, det, tr, rules, enc)
+}
+
+// transcribeSource runs a 16 kHz mono source, named file in the output,
+// through the pipeline.
+func transcribeSource(ctx context.Context, file string, src audio.Source, det prober, tr utteranceTranscriber, rules *wake.Rules, enc *json.Encoder) error {
 	det.Reset() // each file is its own stream
 	seg, err := segment.New(det, segment.DefaultConfig())
 	if err != nil {
@@ -241,15 +252,16 @@ func transcribeSamples(ctx context.Context, file string, samples []float32, det 
 		}
 		return nil
 	}
-	src := audio.NewSliceSource(samples, 0, time.Now())
-	defer src.Close()
 	for {
 		c, err := src.Read(ctx)
 		if errors.Is(err, io.EOF) {
 			break
 		}
 		if err != nil {
-			return fmt.Errorf("%s: read: %w", file, err)
+			if !strings.Contains(err.Error(), file) {
+				err = fmt.Errorf("%s: read: %w", file, err)
+			}
+			return err
 		}
 		utts, err := seg.Push(c)
 		if err != nil {

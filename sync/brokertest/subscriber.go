@@ -43,6 +43,13 @@ func WithAuth(user, password string) SubscriberOption {
 // the subscription is active. It is disconnected in t.Cleanup.
 func (b *Broker) Subscribe(t testing.TB, filter string, opts ...SubscriberOption) *Subscriber {
 	t.Helper()
+	return SubscribeURL(t, b.URL(), filter, opts...)
+}
+
+// SubscribeURL is Subscribe for any MQTT broker URL (e.g. a NATS MQTT
+// listener).
+func SubscribeURL(t testing.TB, url, filter string, opts ...SubscriberOption) *Subscriber {
+	t.Helper()
 	s := &Subscriber{notify: make(chan struct{}, 1)}
 	handler := func(_ paho.Client, m paho.Message) {
 		s.mu.Lock()
@@ -54,7 +61,7 @@ func (b *Broker) Subscribe(t testing.TB, filter string, opts ...SubscriberOption
 		default:
 		}
 	}
-	o := paho.NewClientOptions().AddBroker(b.URL()).
+	o := paho.NewClientOptions().AddBroker(url).
 		SetClientID(fmt.Sprintf("brokertest-sub-%d-%d", time.Now().UnixNano(), subCounter.Add(1))).
 		SetCleanSession(false).SetOrderMatters(true).
 		SetAutoReconnect(true).SetMaxReconnectInterval(200 * time.Millisecond).
@@ -65,7 +72,7 @@ func (b *Broker) Subscribe(t testing.TB, filter string, opts ...SubscriberOption
 	}
 	s.cli = paho.NewClient(o)
 	if tok := s.cli.Connect(); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
-		t.Fatalf("brokertest: subscriber connect to %s: %v", b.URL(), tok.Error())
+		t.Fatalf("brokertest: subscriber connect to %s: %v", url, tok.Error())
 	}
 	if tok := s.cli.Subscribe(filter, 1, handler); !tok.WaitTimeout(10*time.Second) || tok.Error() != nil {
 		t.Fatalf("brokertest: subscribe %s: %v", filter, tok.Error())

@@ -31,6 +31,9 @@ type Command struct {
 	Type string
 	Mode buffer.Mode // set_mode only
 	IDs  []string    // ack only
+	// Reply is the validated reply (reply only): text and in_reply_to
+	// checked, lang "nl", "en" or "", ExpiresAt parsed (zero: not given).
+	Reply *Reply
 }
 
 // CommandError says which field of a command was wrong and why.
@@ -52,6 +55,7 @@ var commandFields = map[string]map[string]bool{
 	CmdSetMode: {"mode": true},
 	CmdAck:     {"ids": true},
 	CmdPing:    {},
+	CmdReply:   {"in_reply_to": true, "text": true, "spoken": true, "lang": true, "urgent": true, "expires_at": true},
 }
 
 // ParseCommand strictly validates one inbound command payload for deviceID.
@@ -81,7 +85,7 @@ func ParseCommand(deviceID string, payload []byte) (Command, error) {
 	}
 	allowed, ok := commandFields[cmd.Type]
 	if !ok {
-		return Command{}, cmdErr("type", "unknown command type %q (want set_mode, ack or ping)", cmd.Type)
+		return Command{}, cmdErr("type", "unknown command type %q (want set_mode, ack, ping or reply)", cmd.Type)
 	}
 	for _, name := range order {
 		switch {
@@ -128,6 +132,13 @@ func ParseCommand(deviceID string, payload []byte) (Command, error) {
 				return Command{}, err
 			}
 		}
+	case CmdReply:
+		r, err := parseReply(fields)
+		if err != nil {
+			return Command{}, err
+		}
+		r.ID = cmd.ID
+		cmd.Reply = &r
 	}
 	return cmd, nil
 }

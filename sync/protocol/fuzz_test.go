@@ -15,6 +15,8 @@ func FuzzParseCommand(f *testing.F) {
 		`{"id":1e999}`,
 		`[{}]`, `null`, `"x"`, ``, "{\"id\":\"\xff\"}",
 		`{"id":"a","type":"ack","ids":[1,2]}`,
+		`{"id":"r1","type":"reply","in_reply_to":"u1","text":"Ja.","lang":"nl","urgent":true,"expires_at":"2026-03-01T09:00:00Z"}`,
+		`{"id":"r2","type":"reply","text":"a <b>c</b>\u0007","spoken":"x"}`,
 	} {
 		f.Add([]byte(s))
 	}
@@ -41,6 +43,11 @@ func FuzzParseCommand(f *testing.F) {
 				t.Fatalf("accepted ack without ids")
 			}
 		case CmdPing:
+		case CmdReply:
+			r := cmd.Reply
+			if r == nil || r.ID != cmd.ID || r.Text == "" || len(r.Text) > MaxReplyTextBytes || (r.Lang != "" && r.Lang != "nl" && r.Lang != "en") {
+				t.Fatalf("accepted bad reply %+v", r)
+			}
 		default:
 			t.Fatalf("accepted unknown type %q", cmd.Type)
 		}

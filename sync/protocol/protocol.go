@@ -73,11 +73,15 @@ var deviceIDRe = regexp.MustCompile(`^[A-Za-z0-9._-]{1,64}$`)
 
 // Envelope is the header of every outgoing message.
 type Envelope struct {
-	V         int    `json:"v"`
-	Type      string `json:"type"`
-	ID        string `json:"id"`
-	Seq       uint64 `json:"seq"`
-	DeviceID  string `json:"device_id"`
+	V        int    `json:"v"`
+	Type     string `json:"type"`
+	ID       string `json:"id"`
+	Seq      uint64 `json:"seq"`
+	DeviceID string `json:"device_id"`
+	// StoreID is the incarnation of the device's store that assigned seq
+	// (buffer.Store.StoreID): a rebuilt store starts a new one, so
+	// (device_id, store_id, seq) is unique for good.
+	StoreID   string `json:"store_id,omitempty"`
 	CreatedAt string `json:"created_at"`
 	Offline   bool   `json:"offline"`
 }
@@ -132,6 +136,9 @@ type AckBody struct {
 	OK          bool   `json:"ok"`
 	Error       string `json:"error,omitempty"`
 	Mode        string `json:"mode,omitempty"` // the mode after a set_mode
+	// Outcome answers a reply command: spoken, interrupted, expired, held
+	// (an interim answer, followed by another ack) or failed (Error says why).
+	Outcome string `json:"outcome,omitempty"`
 }
 
 // EventBody is the outbox Body of a buffer.KindEvent entry.
@@ -150,7 +157,7 @@ type DeadLetter struct {
 }
 
 func envelope(typ, deviceID string, e buffer.Entry) Envelope {
-	return Envelope{V: Version, Type: typ, ID: e.ID, Seq: e.Seq, DeviceID: deviceID,
+	return Envelope{V: Version, Type: typ, ID: e.ID, Seq: e.Seq, DeviceID: deviceID, StoreID: e.StoreID,
 		CreatedAt: FormatTime(e.CreatedAt), Offline: e.Offline}
 }
 
@@ -168,6 +175,9 @@ func Render(deviceID string, e buffer.Entry) (topic string, payload []byte, err 
 	}
 	if e.ID == "" {
 		return "", nil, fmt.Errorf("render entry seq %d: empty id", e.Seq)
+	}
+	if e.Unreadable != "" {
+		return "", nil, fmt.Errorf("render entry seq %d: unreadable in the store: %s", e.Seq, e.Unreadable)
 	}
 	var msg any
 	switch e.Kind {
@@ -262,6 +272,7 @@ type Status struct {
 	Online    bool      // false in the last will and the goodbye message
 	Version   string    // agorad version
 	Model     string    // whisper model name
+	StoreID   string    // the store's incarnation (buffer.Store.StoreID)
 	UpdatedAt time.Time // when this status was taken
 }
 
@@ -289,7 +300,7 @@ func RenderStatus(deviceID, id string, s Status) (topic string, payload []byte, 
 	}
 	ts := FormatTime(s.UpdatedAt)
 	payload, err = json.Marshal(StatusMessage{
-		Envelope: Envelope{V: Version, Type: TypeStatus, ID: id, DeviceID: deviceID, CreatedAt: ts, Offline: !s.Online},
+		Envelope: Envelope{V: Version, Type: TypeStatus, ID: id, DeviceID: deviceID, StoreID: s.StoreID, CreatedAt: ts, Offline: !s.Online},
 		Mode:     s.Mode, Buffered: s.Buffered, Outbox: s.Outbox, Online: s.Online,
 		Version: s.Version, Model: s.Model, UpdatedAt: ts,
 	})

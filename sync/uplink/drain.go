@@ -39,8 +39,7 @@ func (c *Client) session(ctx context.Context, cli paho.Client, lost <-chan error
 			return fmt.Errorf("connection lost: %w", err)
 		case <-c.outbox.Notify():
 		case <-ackTimer.C:
-		case ids := <-c.acks:
-			c.confirmBatches(ids)
+			c.releaseDue(time.Now())
 		case <-c.statusReq:
 			if err := c.publishStatus(ctx, cli, lost); err != nil {
 				return err
@@ -68,7 +67,8 @@ type inflight struct {
 
 // drain publishes pending entries until the outbox has nothing new, with at
 // most Window awaiting PUBACK, and deletes each entry once its PUBACK (and,
-// for batches under BatchAckRequired, the backend's ack) arrived.
+// under DeliveryBackend or for batches under BatchAckRequired, the
+// backend's ack) arrived.
 //
 // One connection delivers in publish order and PUBACKs return in that order;
 // settling the oldest token first means an entry is only ever deleted after
@@ -138,11 +138,8 @@ func (c *Client) drain(ctx context.Context, cli paho.Client, lost <-chan error) 
 			return fmt.Errorf("publish entry %s (seq %d): %w", head.e.ID, head.e.Seq, err)
 		}
 		c.published.Add(1)
-		if c.opts.BatchAckRequired && head.e.Kind == buffer.KindBatch {
-			c.mu.Lock()
-			c.awaiting[head.e.ID] = time.Now()
-			c.mu.Unlock()
-			delete(sent, head.e.ID)
+		if !c.settled(head.e, time.Now()) {
+			delete(sent, head.e.ID) // held for the backend's ack
 			return nil
 		}
 		done = append(done, head.e.ID)
@@ -154,19 +151,16 @@ func (c *Client) drain(ctx context.Context, cli paho.Client, lost <-chan error) 
 	page := max(256, 8*c.opts.Window)
 	for {
 		reap()
-		// Keep status and backend acks responsive during a long drain.
+		// Keep status responsive during a long drain.
 		select {
 		case <-c.statusReq:
 			if err := c.publishStatus(ctx, cli, lost); err != nil {
 				return published, err
 			}
-		case ids := <-c.acks:
-			c.confirmBatches(ids)
 		default:
 		}
-		c.mu.Lock()
-		skip := len(c.awaiting)
-		c.mu.Unlock()
+		c.releaseDue(time.Now())
+		skip := c.heldCount()
 		entries, err := c.outbox.Pending(page + len(sent) + skip)
 		if err != nil {
 			// A store read error is not a broker problem: back off
@@ -178,9 +172,8 @@ func (c *Client) drain(ctx context.Context, cli paho.Client, lost <-chan error) 
 			break
 		}
 		fresh := 0
-		now := time.Now()
 		for _, e := range entries {
-			if sent[e.ID] || c.holdForAck(e, now) {
+			if sent[e.ID] || c.holdForAck(e) {
 				continue
 			}
 			topic, payload, rerr := protocol.Render(c.opts.DeviceID, e)
@@ -210,63 +203,4 @@ func (c *Client) drain(ctx context.Context, cli paho.Client, lost <-chan error) 
 		}
 	}
 	return published, nil
-}
-
-// holdForAck reports whether e is a batch still waiting for the backend's
-// ack (BatchAckRequired); once AckTimeout passed it is released for
-// re-publication.
-func (c *Client) holdForAck(e buffer.Entry, now time.Time) bool {
-	if !c.opts.BatchAckRequired || e.Kind != buffer.KindBatch {
-		return false
-	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	sentAt, ok := c.awaiting[e.ID]
-	if !ok {
-		return false
-	}
-	if now.Sub(sentAt) < c.opts.AckTimeout {
-		return true
-	}
-	delete(c.awaiting, e.ID)
-	c.republished.Add(1)
-	c.log.Warn("batch not acknowledged by backend, publishing again", "id", e.ID, "seq", e.Seq)
-	return false
-}
-
-func (c *Client) nextAckDeadline() (time.Time, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	var next time.Time
-	for _, sent := range c.awaiting {
-		if d := sent.Add(c.opts.AckTimeout); next.IsZero() || d.Before(next) {
-			next = d
-		}
-	}
-	return next, !next.IsZero()
-}
-
-// confirmBatches deletes batches the backend acknowledged. Ids it is not
-// waiting for are ignored (already deleted, or not batches).
-func (c *Client) confirmBatches(ids []string) {
-	c.mu.Lock()
-	var del []string
-	for _, id := range ids {
-		if _, ok := c.awaiting[id]; ok {
-			del = append(del, id)
-		}
-	}
-	c.mu.Unlock()
-	if len(del) == 0 {
-		return
-	}
-	if err := c.outbox.Delete(del...); err != nil {
-		c.log.Error("delete acknowledged batches", "ids", del, "err", err)
-		return
-	}
-	c.mu.Lock()
-	for _, id := range del {
-		delete(c.awaiting, id)
-	}
-	c.mu.Unlock()
 }

@@ -9,6 +9,7 @@ import (
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/json"
+	"encoding/pem"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -35,9 +36,11 @@ type Outbox interface {
 	Enqueue(lane buffer.Lane, kind buffer.Kind, offline bool, body []byte) (buffer.Entry, error)
 }
 
-// CommandHandler acts on valid set_mode and ping commands. Its result is
-// answered to the backend as an ack on the control lane (ok, or the error
-// text). ack commands are handled by the uplink itself.
+// CommandHandler acts on valid set_mode, ping and reply commands. Its
+// result is answered to the backend as an ack on the control lane (ok, or
+// the error text), except for a reply it accepted: the handler queues that
+// ack itself, with the reply's outcome. ack commands are handled by the
+// uplink itself.
 type CommandHandler interface {
 	HandleCommand(ctx context.Context, cmd protocol.Command) error
 }
@@ -66,10 +69,18 @@ type Options struct {
 	BackoffMax     time.Duration // default 60s
 	Window         int           // publishes awaiting PUBACK at once; default 64
 
-	// BatchAckRequired keeps a batch in the outbox after its PUBACK until an
-	// ack command names its id; it is re-published (same id) every AckTimeout.
+	// Delivery is DeliveryBroker (default: delete after PUBACK) or
+	// DeliveryBackend: utterances, batches and events stay in the outbox
+	// after their PUBACK until an ack command names their id, and are
+	// published again (same id and seq) every AckTimeout until then.
+	Delivery string
+	// BatchAckRequired is DeliveryBackend for batches only (kept from
+	// before Delivery existed).
 	BatchAckRequired bool
 	AckTimeout       time.Duration // default 60s
+	// StuckAfter: the head of the outbox waiting this long while online is
+	// a stuck queue (a warning and Stats.StuckFor). Default 5m.
+	StuckAfter time.Duration
 
 	Status StatusFunc
 	Logger *slog.Logger
@@ -85,6 +96,19 @@ type Stats struct {
 	Commands         uint64 // valid commands received
 	RejectedCommands uint64 // malformed commands received
 	HandlerErrors    uint64
+	// Confirmed counts entries the backend acknowledged (DeliveryBackend,
+	// BatchAckRequired).
+	Confirmed uint64
+	// Unconfirmed is the number of entries PUBACKed by the broker at least
+	// AckTimeout ago and still not confirmed by the backend (now).
+	Unconfirmed int
+	// StuckFor is how long the head of the outbox has waited while online,
+	// once that passed StuckAfter (0 before, when empty or offline).
+	StuckFor time.Duration
+	// OwedReplies are command replies the store refused so far, kept in
+	// memory until it has room; RefusedReplies were dropped (too many owed).
+	OwedReplies    int
+	RefusedReplies uint64
 }
 
 // Client is the MQTT uplink. Create it with New and run it with Run.
@@ -99,15 +123,20 @@ type Client struct {
 	online        atomic.Bool
 	onlineChanged chan bool
 	statusReq     chan struct{}
-	acks          chan []string // ids from ack commands
 	commands      chan inbound
 
 	mu       sync.Mutex
-	awaiting map[string]time.Time // batch id -> when published (BatchAckRequired)
+	awaiting map[string]*held     // PUBACKed entries waiting for the backend's ack
+	early    map[string]time.Time // acks for entries not (yet) waiting
 	stopped  <-chan struct{}      // ctx.Done() of Run: unblocks paho callbacks at shutdown
 
+	owed      []protocol.AckBody // replies the store refused, oldest first (serveCommands only)
+	owedN     atomic.Int64
+	rejectLog limiter
+
 	published, republished, connects, connectFailures, reconnects atomic.Uint64
-	commandsN, rejected, handlerErrors                            atomic.Uint64
+	commandsN, rejected, handlerErrors, confirmed, refusedReplies atomic.Uint64
+	unconfirmed, stuckFor                                         atomic.Int64
 }
 
 // New validates opts and builds the TLS config; it does not connect.
@@ -137,6 +166,14 @@ func New(opts Options, outbox Outbox, handler CommandHandler) (*Client, error) {
 	setDefault(&opts.BackoffMin, time.Second)
 	setDefault(&opts.BackoffMax, 60*time.Second)
 	setDefault(&opts.AckTimeout, 60*time.Second)
+	setDefault(&opts.StuckAfter, 5*time.Minute)
+	switch opts.Delivery {
+	case "":
+		opts.Delivery = DeliveryBroker
+	case DeliveryBroker, DeliveryBackend:
+	default:
+		return nil, fmt.Errorf("uplink options: delivery %q: want %q or %q", opts.Delivery, DeliveryBroker, DeliveryBackend)
+	}
 	if opts.BackoffMax < opts.BackoffMin {
 		return nil, fmt.Errorf("uplink options: backoff_max %v is less than backoff_min %v", opts.BackoffMax, opts.BackoffMin)
 	}
@@ -151,14 +188,18 @@ func New(opts Options, outbox Outbox, handler CommandHandler) (*Client, error) {
 		log:           opts.Logger.With("component", "uplink"),
 		onlineChanged: make(chan bool, 1),
 		statusReq:     make(chan struct{}, 1),
-		acks:          make(chan []string, 16),
 		commands:      make(chan inbound, 64),
-		awaiting:      map[string]time.Time{},
+		awaiting:      map[string]*held{},
+		early:         map[string]time.Time{},
+		rejectLog:     limiter{every: 10 * time.Second, burst: 5},
 	}
 	if secure || opts.CAFile != "" || opts.CertFile != "" {
 		var err error
 		if c.tls, err = TLSConfig(opts.CAFile, opts.CertFile, opts.KeyFile, opts.ServerName); err != nil {
 			return nil, err
+		}
+		if hint := certHint(opts.CertFile, time.Now()); hint != "" {
+			c.log.Error("MQTT client certificate not valid; the broker will refuse the connection", "problem", hint)
 		}
 	}
 	return c, nil
@@ -197,6 +238,33 @@ func TLSConfig(caFile, certFile, keyFile, serverName string) (*tls.Config, error
 	return cfg, nil
 }
 
+// certHint says why the client certificate in certFile is not valid at
+// now ("" when it is, or cannot be read: TLSConfig reported that).
+func certHint(certFile string, now time.Time) string {
+	if certFile == "" {
+		return ""
+	}
+	b, err := os.ReadFile(certFile)
+	if err != nil {
+		return ""
+	}
+	blk, _ := pem.Decode(b)
+	if blk == nil {
+		return ""
+	}
+	leaf, err := x509.ParseCertificate(blk.Bytes)
+	if err != nil {
+		return ""
+	}
+	switch {
+	case now.After(leaf.NotAfter):
+		return fmt.Sprintf("client certificate %s expired at %s: the broker refuses it; install a renewed certificate", certFile, leaf.NotAfter.UTC().Format(time.RFC3339))
+	case now.Before(leaf.NotBefore):
+		return fmt.Sprintf("client certificate %s is not valid before %s: is the device clock right?", certFile, leaf.NotBefore.UTC().Format(time.RFC3339))
+	}
+	return ""
+}
+
 // Online reports whether a session with the broker is up.
 func (c *Client) Online() bool { return c.online.Load() }
 
@@ -219,6 +287,8 @@ func (c *Client) Stats() Stats {
 		Published: c.published.Load(), Republished: c.republished.Load(),
 		Connects: c.connects.Load(), ConnectFailures: c.connectFailures.Load(), Reconnects: c.reconnects.Load(),
 		Commands: c.commandsN.Load(), RejectedCommands: c.rejected.Load(), HandlerErrors: c.handlerErrors.Load(),
+		Confirmed: c.confirmed.Load(), Unconfirmed: int(c.unconfirmed.Load()), StuckFor: time.Duration(c.stuckFor.Load()),
+		OwedReplies: int(c.owedN.Load()), RefusedReplies: c.refusedReplies.Load(),
 	}
 }
 
@@ -255,6 +325,7 @@ func (c *Client) Run(ctx context.Context) error {
 	g, ctx := errgroup.WithContext(ctx)
 	g.Go(func() error { c.serveCommands(ctx); return nil })
 	g.Go(func() error { c.connectLoop(ctx); return nil })
+	g.Go(func() error { c.watch(ctx); return nil })
 	return g.Wait()
 }
 
@@ -264,6 +335,11 @@ func (c *Client) connectLoop(ctx context.Context) {
 	for ctx.Err() == nil {
 		cli, lost, err := c.connect(ctx)
 		if err != nil {
+			// The broker's answer to a bad client certificate is often a
+			// bare reset: say what is wrong with ours, if anything.
+			if hint := certHint(c.opts.CertFile, time.Now()); hint != "" {
+				err = fmt.Errorf("%w (%s)", err, hint)
+			}
 			c.connectFailures.Add(1)
 			delay := backoff(c.opts.BackoffMin, c.opts.BackoffMax, attempt)
 			c.log.Warn("connect to MQTT broker failed", "broker", c.url, "attempt", attempt+1, "retry_in", delay.Round(time.Millisecond), "err", err)
@@ -273,10 +349,15 @@ func (c *Client) connectLoop(ctx context.Context) {
 			}
 			continue
 		}
-		attempt = 0
 		c.connects.Add(1)
 		c.setOnline(true)
 		c.log.Info("connected to MQTT broker", "broker", c.url)
+		// A new session publishes every held entry again, oldest first: what
+		// the broker PUBACKed on a connection it then dropped proves nothing
+		// (mosquitto PUBACKs a publish its ACL denies, then disconnects a
+		// 3.1.1 client), and going back keeps the backend's view in seq order.
+		c.releaseAll()
+		began := time.Now()
 		err = c.session(ctx, cli, lost)
 		c.setOnline(false)
 		if ctx.Err() != nil {
@@ -284,9 +365,18 @@ func (c *Client) connectLoop(ctx context.Context) {
 			break
 		}
 		c.reconnects.Add(1)
-		c.log.Warn("MQTT session ended", "broker", c.url, "err", err)
+		// A broker that drops every session right away (ACL denial, a
+		// session taken over) is not hammered: short sessions back off as
+		// failed connects do.
+		if time.Since(began) < shortSession {
+			attempt++
+		} else {
+			attempt = 0
+		}
+		delay := backoff(c.opts.BackoffMin, c.opts.BackoffMax, attempt)
+		c.log.Warn("MQTT session ended", "broker", c.url, "after", time.Since(began).Round(time.Millisecond), "retry_in", delay.Round(time.Millisecond), "err", err)
 		cli.Disconnect(0)
-		if !sleep(ctx, backoff(c.opts.BackoffMin, c.opts.BackoffMax, 0)) {
+		if !sleep(ctx, delay) {
 			break
 		}
 	}
@@ -399,6 +489,10 @@ func (c *Client) connect(ctx context.Context) (paho.Client, <-chan error, error)
 	return cli, lost, nil
 }
 
+// shortSession: a session ending sooner counts as a failed attempt for the
+// reconnect backoff.
+const shortSession = 10 * time.Second
+
 var errTimeout = errors.New("timed out waiting for the broker")
 
 func wait(ctx context.Context, tok paho.Token, timeout time.Duration, lost <-chan error) error {
@@ -429,7 +523,11 @@ func (c *Client) onMessage(_ paho.Client, m paho.Message) {
 	cmd, err := protocol.ParseCommand(c.opts.DeviceID, m.Payload())
 	if err != nil {
 		c.rejected.Add(1)
-		c.log.Warn("rejected MQTT command", "topic", m.Topic(), "reason", err.Error(), "payload", protocol.Excerpt(m.Payload()))
+		// Rate-limited: a broken or hostile publisher must not flood the log.
+		if ok, dropped := c.rejectLog.allow(time.Now()); ok {
+			c.log.Warn("rejected MQTT command", "topic", m.Topic(), "reason", err.Error(), "payload", protocol.Excerpt(m.Payload()),
+				"not_logged_before", dropped, "rejected_total", c.rejected.Load())
+		}
 		m.Ack() // malformed stays malformed: redelivery would not help
 		return
 	}
@@ -446,6 +544,8 @@ func (c *Client) onMessage(_ paho.Client, m paho.Message) {
 }
 
 func (c *Client) serveCommands(ctx context.Context) {
+	retry := time.NewTicker(250 * time.Millisecond)
+	defer retry.Stop()
 	for {
 		select {
 		case <-ctx.Done():
@@ -454,20 +554,30 @@ func (c *Client) serveCommands(ctx context.Context) {
 			if c.handleCommand(ctx, in.cmd) {
 				in.msg.Ack()
 			}
+		case <-retry.C:
+			if len(c.owed) > 0 {
+				c.payOwed()
+			}
 		}
 	}
 }
 
-// handleCommand carries out cmd and stores its reply; false when it could
-// not, so the command is not acknowledged and comes back.
+// maxOwed bounds the replies kept in memory while the store refuses them.
+const maxOwed = 1024
+
+// handleCommand carries out cmd and stores its reply. It returns false only
+// when shutdown interrupted it, so the command is not acknowledged and the
+// broker redelivers it. A reply the store refuses (cap reached, disk full)
+// is owed: kept in memory and stored, in order, once there is room. The
+// command is acknowledged anyway: holding it back would fill the broker's
+// in-flight window, and later commands (set_mode) would wait for a reconnect.
 func (c *Client) handleCommand(ctx context.Context, cmd protocol.Command) bool {
 	if cmd.Type == protocol.CmdAck {
-		select {
-		case c.acks <- cmd.IDs:
-			return true
-		case <-ctx.Done():
-			return false
-		}
+		// Confirmed here, not handed to the session: a session waiting for a
+		// PUBACK must never wait behind a queue of acks (paho reads PUBACKs
+		// and commands on one goroutine).
+		c.confirm(cmd.IDs)
+		return true
 	}
 	ack := protocol.AckBody{CommandID: cmd.ID, CommandType: cmd.Type, OK: true, Mode: string(cmd.Mode)}
 	if c.handler != nil {
@@ -480,14 +590,81 @@ func (c *Client) handleCommand(ctx context.Context, cmd protocol.Command) bool {
 			ack.OK, ack.Error, ack.Mode = false, err.Error(), ""
 			c.log.Warn("MQTT command failed", "id", cmd.ID, "type", cmd.Type, "err", err)
 		}
+		if cmd.Type == protocol.CmdReply {
+			if err == nil {
+				// Stored: its ack carries the outcome and is queued by the
+				// handler when the outcome is known (spoken, held, ...).
+				return true
+			}
+			ack.Outcome = protocol.OutcomeFailed
+		}
+	} else if cmd.Type == protocol.CmdReply {
+		ack.OK, ack.Error, ack.Outcome = false, "this device does not speak replies", protocol.OutcomeFailed
 	}
-	body, err := json.Marshal(ack)
-	if err == nil {
-		_, err = c.outbox.Enqueue(buffer.LaneControl, buffer.KindAck, !c.Online(), body)
-	}
-	if err != nil {
-		c.log.Error("queue reply to MQTT command", "id", cmd.ID, "type", cmd.Type, "err", err)
-		return false
+	c.owed = append(c.owed, ack)
+	if err := c.payOwed(); err != nil {
+		if errors.Is(err, buffer.ErrClosed) {
+			c.owed = c.owed[:len(c.owed)-1]
+			c.owedN.Store(int64(len(c.owed)))
+			return false // stopping: the broker redelivers it
+		}
+		if len(c.owed) > maxOwed {
+			lost := c.owed[0]
+			c.owed = c.owed[1:]
+			c.owedN.Store(int64(len(c.owed)))
+			c.refusedReplies.Add(1)
+			c.log.Error("reply to MQTT command dropped: the store has had no room for too long", "command_id", lost.CommandID,
+				"type", lost.CommandType, "owed", len(c.owed), "refused_total", c.refusedReplies.Load())
+		}
 	}
 	return true
+}
+
+// payOwed stores owed replies in order until the store refuses one.
+func (c *Client) payOwed() error {
+	for len(c.owed) > 0 {
+		a := c.owed[0]
+		body, err := json.Marshal(a)
+		if err == nil {
+			_, err = c.outbox.Enqueue(buffer.LaneControl, buffer.KindAck, !c.Online(), body)
+		}
+		if err != nil {
+			if c.owedN.Load() == 0 || errors.Is(err, buffer.ErrClosed) {
+				c.log.Warn("reply to MQTT command not stored yet; answered once the store has room", "command_id", a.CommandID, "type", a.CommandType, "err", err)
+			}
+			c.owedN.Store(int64(len(c.owed)))
+			return err
+		}
+		c.owed = c.owed[1:]
+		c.owedN.Store(int64(len(c.owed)))
+	}
+	return nil
+}
+
+// limiter allows burst events per every (for logs).
+type limiter struct {
+	every   time.Duration
+	burst   int
+	mu      sync.Mutex
+	start   time.Time
+	n       int
+	dropped int
+}
+
+// allow reports whether an event at now may be logged, and how many were
+// not logged since the last one that was.
+func (l *limiter) allow(now time.Time) (bool, int) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now.Sub(l.start) >= l.every {
+		l.start, l.n = now, 0
+	}
+	if l.n >= l.burst {
+		l.dropped++
+		return false, 0
+	}
+	l.n++
+	d := l.dropped
+	l.dropped = 0
+	return true, d
 }

@@ -339,6 +339,10 @@ func TestStatusAndLastWill(t *testing.T) {
 	p := newProxy(t, b.Addr())
 	st := newStore(t)
 	enqueueUtterances(t, st, 2, true, "x")
+	// early sees each status as it is published, so the late subscriber
+	// below subscribes only after it is retained (else it gets it live,
+	// without the retained flag, and the test would race the client).
+	early := b.Subscribe(t, "agora/v1/dev-d/status")
 	c := newClient(t, testOptions("dev-d", p.URL()), st, nil)
 	runClient(t, c)
 	select {
@@ -349,8 +353,21 @@ func TestStatusAndLastWill(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("never online")
 	}
+	seen := 0 // early's messages already matched by a previous lateStatus
 	lateStatus := func(want bool) wireMsg {
 		t.Helper()
+		if _, ok := early.WaitFor(10*time.Second, func(ms []brokertest.Message) bool {
+			for i := seen; i < len(ms); i++ {
+				var w wireMsg
+				if json.Unmarshal(ms[i].Payload, &w) == nil && w.Online == want {
+					seen = i + 1
+					return true
+				}
+			}
+			return false
+		}); !ok {
+			t.Fatalf("no status online=%v published", want)
+		}
 		sub := b.Subscribe(t, "agora/v1/dev-d/status")
 		msgs, ok := sub.WaitFor(10*time.Second, func(ms []brokertest.Message) bool {
 			for _, m := range ms {
@@ -534,8 +551,40 @@ func TestTLS(t *testing.T) {
 	}
 }
 
+// Issue 9, item 7: an expired client certificate gave only "connection
+// reset by peer". The connect error now says the certificate expired, when,
+// and that the broker refuses it.
+func TestExpiredClientCertificate(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real mosquitto")
+	}
+	dir := t.TempDir()
+	ca, caKey := makeCert(t, dir, "ca", nil, nil)
+	makeCert(t, dir, "server", ca, caKey)
+	expired := time.Now().Add(-time.Hour).Truncate(time.Second)
+	makeCertValid(t, dir, "client", ca, caKey, expired.Add(-24*time.Hour), expired)
+	f := func(n string) string { return filepath.Join(dir, n) }
+	b := brokertest.Start(t, brokertest.WithTLS(f("ca.pem"), f("server.pem"), f("server.key"), true))
+	logs := &brokertest.Log{}
+	opts := testOptions("dev-x509", b.URL())
+	opts.CAFile, opts.CertFile, opts.KeyFile = f("ca.pem"), f("client.pem"), f("client.key")
+	opts.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	c := newClient(t, opts, newStore(t), nil)
+	runUntil(t, c, "connect refused", func() bool { return c.Stats().ConnectFailures >= 1 })
+	want := "client certificate " + f("client.pem") + " expired at " + expired.UTC().Format(time.RFC3339)
+	if !strings.Contains(logs.String(), want) {
+		t.Errorf("log does not say %q:\n%s", want, logs.String())
+	}
+}
+
 // makeCert writes name.pem and name.key; a nil parent makes a self-signed CA.
 func makeCert(t *testing.T, dir, name string, parent *x509.Certificate, parentKey *ecdsa.PrivateKey) (*x509.Certificate, *ecdsa.PrivateKey) {
+	t.Helper()
+	return makeCertValid(t, dir, name, parent, parentKey, time.Now().Add(-time.Hour), time.Now().Add(time.Hour))
+}
+
+// makeCertValid is makeCert with a validity period.
+func makeCertValid(t *testing.T, dir, name string, parent *x509.Certificate, parentKey *ecdsa.PrivateKey, notBefore, notAfter time.Time) (*x509.Certificate, *ecdsa.PrivateKey) {
 	t.Helper()
 	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
@@ -544,7 +593,7 @@ func makeCert(t *testing.T, dir, name string, parent *x509.Certificate, parentKe
 	tmpl := &x509.Certificate{
 		SerialNumber: big.NewInt(time.Now().UnixNano()),
 		Subject:      pkix.Name{CommonName: "agorad test " + name},
-		NotBefore:    time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		NotBefore:    notBefore, NotAfter: notAfter,
 		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")},
 		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth},
 		KeyUsage:    x509.KeyUsageDigitalSignature | x509.KeyUsageKeyEncipherment,
@@ -695,5 +744,48 @@ func TestCommandRedeliveredAfterInterruptedHandling(t *testing.T) {
 	waitUntil(t, 10*time.Second, "redelivered command handled", func() bool { return len(second.got()) == 1 })
 	if g := second.got(); g[0].ID != "cmd-r" || g[0].Mode != "feedback" {
 		t.Fatalf("second session got %+v", g)
+	}
+}
+
+// A reply the handler stored is not acked by the uplink (the handler acks
+// it with its outcome later); one it could not take is acked failed.
+func TestReplyCommands(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real mosquitto")
+	}
+	b := brokertest.Start(t)
+	acks := b.Subscribe(t, "agora/v1/dev-r/acks")
+	st := newStore(t)
+	h := &recordingHandler{}
+	c := newClient(t, testOptions("dev-r", b.URL()), st, h)
+	runClient(t, c)
+	waitUntil(t, 10*time.Second, "online", c.Online)
+	topic := "agora/v1/dev-r/commands"
+	publish(t, b, topic, `{"id":"r-1","type":"reply","text":"Ja.","lang":"nl","in_reply_to":"u-1"}`)
+	publish(t, b, topic, `{"id":"r-bad","type":"reply","text":"x","lang":"fr"}`)
+	publish(t, b, topic, `{"id":"p-1","type":"ping"}`)
+	msgs, ok := acks.WaitCount(1, 10*time.Second)
+	if !ok {
+		t.Fatal("no ack for the ping")
+	}
+	if g := h.got(); len(g) != 2 || g[0].Reply == nil || g[0].Reply.Text != "Ja." || g[0].Reply.InReplyTo != "u-1" {
+		t.Fatalf("handler got %+v", g)
+	}
+	if len(msgs) != 1 || !strings.Contains(string(msgs[0].Payload), `"command_id":"p-1"`) {
+		t.Fatalf("%d acks: the stored reply must not be acked by the uplink", len(msgs))
+	}
+	h.mu.Lock()
+	h.err = errors.New("store full")
+	h.mu.Unlock()
+	publish(t, b, topic, `{"id":"r-2","type":"reply","text":"Nee."}`)
+	msgs, ok = acks.WaitCount(2, 10*time.Second)
+	if !ok {
+		t.Fatal("no ack for the failed reply")
+	}
+	p := string(msgs[1].Payload)
+	for _, want := range []string{`"command_id":"r-2"`, `"ok":false`, `"outcome":"failed"`, `store full`} {
+		if !strings.Contains(p, want) {
+			t.Errorf("failed reply ack %s lacks %s", p, want)
+		}
 	}
 }

@@ -24,7 +24,8 @@ const (
 	OpPTT          = "ptt"
 )
 
-var ops = []string{OpStatus, OpMode, OpSay, OpBufferList, OpBufferExport, OpBufferClear, OpOutbox, OpFlush, OpPTT}
+var ops = []string{OpStatus, OpMode, OpSay, OpBufferList, OpBufferExport, OpBufferClear, OpOutbox, OpFlush, OpPTT,
+	OpReplies, OpRepliesPlay, OpStop}
 
 // Modes accepted by OpMode.
 const (
@@ -40,6 +41,7 @@ type Request struct {
 	Limit int    `json:"limit,omitempty"` // OpBufferList, OpOutbox: 0 means the server's default
 	Down  bool   `json:"down,omitempty"`  // OpPTT: true pressed, false released
 	Yes   bool   `json:"yes,omitempty"`   // OpBufferClear: must be true (deleting is explicit)
+	ID    string `json:"id,omitempty"`    // OpRepliesPlay: the reply; "" means every held one
 }
 
 // Response is the final line of every answer.
@@ -65,8 +67,20 @@ type Status struct {
 	Model          string         `json:"model"`
 	Version        string         `json:"version"`
 	UptimeSeconds  float64        `json:"uptime_seconds"`
-	Transcriptions uint64         `json:"transcriptions"` // whisper calls that returned, since start
-	Refused        uint64         `json:"refused"`        // items refused because the store was full, since start
+	Transcriptions uint64         `json:"transcriptions"`     // whisper calls that returned, since start
+	Refused        uint64         `json:"refused"`            // items refused because the store was full, since start
+	Speaking       string         `json:"speaking,omitempty"` // id of the reply being spoken
+	RepliesWaiting int            `json:"replies_waiting"`    // replies queued or held, not yet spoken
+	Speech         string         `json:"speech,omitempty"`   // synthesis engine and voices, or why speech is off
+	// Unconfirmed: entries the broker accepted but the backend has not
+	// confirmed within mqtt.ack_timeout (mqtt.delivery: backend).
+	Unconfirmed int `json:"unconfirmed"`
+	// StuckSeconds: how long the oldest outbox entry has waited while
+	// online, once past mqtt.stuck_after (0 otherwise).
+	StuckSeconds float64 `json:"stuck_seconds,omitempty"`
+	// Problems are degraded parts that do not stop the voice path (a
+	// metrics listener that could not bind, ...).
+	Problems []string `json:"problems,omitempty"`
 }
 
 // LastUtterance is the most recent transcription.

@@ -15,6 +15,7 @@ import (
 	"runtime/debug"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -101,19 +102,61 @@ func (l *socketListener) Close() error {
 	return err
 }
 
+// ServeOptions tune Serve. Zero values take the defaults.
+type ServeOptions struct {
+	// MaxConns caps open connections (default 64). At the cap a new
+	// connection evicts the one idle longest, so a pile of idle clients
+	// never locks out `agoractl status`; when every one is busy the new
+	// one is told so and closed.
+	MaxConns int
+	// IdleTimeout closes a connection that sends no request for this long
+	// (default 2m); WriteTimeout one whose client stops reading (default 30s).
+	IdleTimeout  time.Duration
+	WriteTimeout time.Duration
+	// Logger for accept errors and panics; nil means slog.Default().
+	Logger *slog.Logger
+	// OnAcceptError is called for each accept error (for a metric).
+	OnAcceptError func(error)
+}
+
+// conn is one served connection.
+type conn struct {
+	net.Conn
+	busy     atomic.Bool  // handling a request
+	lastUsed atomic.Int64 // unix nanoseconds of the last request
+}
+
 // Serve answers connections on ln until ctx ends, one goroutine per
 // connection; it closes ln and every connection and waits for their
-// goroutines before returning. It returns nil when ctx ended and the accept
-// error otherwise. Errors of single requests go back to their client and are
-// logged at debug level through slog.Default().
-func Serve(ctx context.Context, ln net.Listener, h Handler) error {
-	logger := slog.Default()
+// goroutines before returning. It returns nil when ctx ended, and an error
+// only when ln was closed under it. Accept errors such as EMFILE (out of file
+// descriptors) are logged and retried with backoff, never fatal: the control
+// socket must not take the daemon down. Errors of single requests go back
+// to their client and are logged at debug level.
+func Serve(ctx context.Context, ln net.Listener, h Handler, opts ...ServeOptions) error {
+	var o ServeOptions
+	if len(opts) > 0 {
+		o = opts[0]
+	}
+	if o.MaxConns <= 0 {
+		o.MaxConns = 64
+	}
+	if o.IdleTimeout <= 0 {
+		o.IdleTimeout = 2 * time.Minute
+	}
+	if o.WriteTimeout <= 0 {
+		o.WriteTimeout = 30 * time.Second
+	}
+	logger := o.Logger
+	if logger == nil {
+		logger = slog.Default()
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	g, gctx := errgroup.WithContext(ctx)
 	var (
 		mu     sync.Mutex
-		conns  = map[net.Conn]struct{}{}
+		conns  = map[*conn]struct{}{}
 		closed bool
 	)
 	g.Go(func() error {
@@ -127,23 +170,76 @@ func Serve(ctx context.Context, ln net.Listener, h Handler) error {
 		mu.Unlock()
 		return nil
 	})
-	var acceptErr error
-	for {
-		c, err := ln.Accept()
-		if err != nil {
-			if gctx.Err() == nil {
-				acceptErr = fmt.Errorf("accept on control socket %s: %w", ln.Addr(), err)
-			}
-			break
-		}
+	// admit adds c, evicting the connection idle longest at the cap; false
+	// when every connection is busy (or Serve is stopping).
+	admit := func(c *conn) bool {
 		mu.Lock()
+		defer mu.Unlock()
 		if closed {
-			mu.Unlock()
-			c.Close()
-			break
+			return false
+		}
+		if len(conns) >= o.MaxConns {
+			var victim *conn
+			for x := range conns {
+				if !x.busy.Load() && (victim == nil || x.lastUsed.Load() < victim.lastUsed.Load()) {
+					victim = x
+				}
+			}
+			if victim == nil {
+				return false
+			}
+			delete(conns, victim)
+			victim.Close()
 		}
 		conns[c] = struct{}{}
-		mu.Unlock()
+		return true
+	}
+	var (
+		acceptErr error
+		delay     time.Duration
+		failures  int
+	)
+	for {
+		nc, err := ln.Accept()
+		if err != nil {
+			if gctx.Err() != nil {
+				break
+			}
+			if errors.Is(err, net.ErrClosed) {
+				acceptErr = fmt.Errorf("accept on control socket %s: %w", ln.Addr(), err)
+				break
+			}
+			// EMFILE, ENFILE, ENOBUFS, ECONNABORTED...: wait and retry, as
+			// net/http does; connections closing free what is missing.
+			failures++
+			delay = min(max(2*delay, 5*time.Millisecond), time.Second)
+			if o.OnAcceptError != nil {
+				o.OnAcceptError(err)
+			}
+			if failures == 1 || failures%100 == 0 {
+				logger.Error("control socket: accept failed; retrying", "err", err, "failures", failures, "retry_in", delay)
+			}
+			select {
+			case <-gctx.Done():
+			case <-time.After(delay):
+			}
+			continue
+		}
+		if failures > 0 {
+			logger.Info("control socket: accepting again", "failures", failures)
+			failures, delay = 0, 0
+		}
+		c := &conn{Conn: nc}
+		c.lastUsed.Store(time.Now().UnixNano())
+		if !admit(c) {
+			nc.SetWriteDeadline(time.Now().Add(time.Second))
+			json.NewEncoder(nc).Encode(Response{Error: fmt.Sprintf("too many control connections (%d), all busy; try again", o.MaxConns)})
+			nc.Close()
+			if gctx.Err() != nil {
+				break
+			}
+			continue
+		}
 		g.Go(func() error {
 			defer func() {
 				mu.Lock()
@@ -151,7 +247,7 @@ func Serve(ctx context.Context, ln net.Listener, h Handler) error {
 				mu.Unlock()
 				c.Close()
 			}()
-			serveConn(gctx, c, h, logger)
+			serveConn(gctx, c, h, logger, o)
 			return nil
 		})
 	}
@@ -160,21 +256,46 @@ func Serve(ctx context.Context, ln net.Listener, h Handler) error {
 	return acceptErr
 }
 
-func serveConn(ctx context.Context, c net.Conn, h Handler, logger *slog.Logger) {
+// deadlineWriter bounds writes, so a client that stops reading cannot hold
+// a handler forever. The deadline is moved at most every d/4 (a long export
+// makes thousands of writes), so each write has between 3d/4 and d.
+type deadlineWriter struct {
+	c   net.Conn
+	d   time.Duration
+	set time.Time
+}
+
+func (w *deadlineWriter) Write(p []byte) (int, error) {
+	if now := time.Now(); now.Sub(w.set) > w.d/4 {
+		w.c.SetWriteDeadline(now.Add(w.d))
+		w.set = now
+	}
+	return w.c.Write(p)
+}
+
+func serveConn(ctx context.Context, c *conn, h Handler, logger *slog.Logger, o ServeOptions) {
 	sc := bufio.NewScanner(c)
 	sc.Buffer(make([]byte, 4096), MaxRequest)
-	w := bufio.NewWriter(c)
+	w := bufio.NewWriter(&deadlineWriter{c: c, d: o.WriteTimeout})
 	enc := json.NewEncoder(w)
-	for sc.Scan() {
+	for {
+		c.SetReadDeadline(time.Now().Add(o.IdleTimeout))
+		if !sc.Scan() {
+			break
+		}
 		line := bytes.TrimSpace(sc.Bytes())
 		if len(line) == 0 {
 			continue
 		}
+		c.busy.Store(true)
 		resp := handle(ctx, line, h, enc, logger)
-		if err := enc.Encode(resp); err != nil {
-			return
+		err := enc.Encode(resp)
+		if err == nil {
+			err = w.Flush()
 		}
-		if err := w.Flush(); err != nil {
+		c.lastUsed.Store(time.Now().UnixNano())
+		c.busy.Store(false)
+		if err != nil {
 			return
 		}
 	}
@@ -205,7 +326,7 @@ func parseRequest(line []byte) (Request, error) {
 		if strings.TrimSpace(req.Text) == "" {
 			return req, errors.New("text: empty")
 		}
-	case OpBufferList, OpOutbox:
+	case OpBufferList, OpOutbox, OpReplies:
 		if req.Limit < 0 {
 			return req, fmt.Errorf("limit: %d is negative", req.Limit)
 		}
@@ -213,7 +334,7 @@ func parseRequest(line []byte) (Request, error) {
 		if !req.Yes {
 			return req, errors.New("yes: buffer.clear deletes the listen buffer; send \"yes\": true to confirm")
 		}
-	case OpStatus, OpBufferExport, OpFlush, OpPTT:
+	case OpStatus, OpBufferExport, OpFlush, OpPTT, OpRepliesPlay, OpStop:
 	default:
 		return req, fmt.Errorf("op: unknown %q (want one of %s)", req.Op, strings.Join(ops, ", "))
 	}
@@ -257,6 +378,8 @@ func handle(ctx context.Context, line []byte, h Handler, enc *json.Encoder, logg
 		result, err = h.Flush(ctx)
 	case OpPTT:
 		result, err = h.PTT(ctx, req.Down)
+	case OpReplies, OpRepliesPlay, OpStop:
+		result, err = handleReplyOp(ctx, h, req)
 	}
 	if err != nil {
 		logger.Debug("control: request failed", "op", req.Op, "err", err)

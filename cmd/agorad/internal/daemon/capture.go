@@ -155,7 +155,7 @@ func (sp *speech) captureLoop(ctx context.Context, kind inputKind) error {
 		if !handsFree {
 			continue
 		}
-		us, err := seg.Push(c)
+		us, err := seg.Push(sp.muteEcho(c))
 		if err != nil {
 			sp.log.Warn("segmentation", "err", err)
 		}
@@ -220,6 +220,9 @@ func (sp *speech) enqueueUtterance(ctx context.Context, samples []float32, start
 
 // pushToTalk takes key edges from evdev and agoractl.
 func (sp *speech) pushToTalk(down bool) {
+	if sp.replies != nil {
+		sp.replies.SetPTT(down) // barge-in: speech stops at the press
+	}
 	sp.pttMu.Lock()
 	defer sp.pttMu.Unlock()
 	if sp.ptt.Load() == down {

@@ -138,7 +138,7 @@ func toControl(r buffer.Record) control.Record {
 	}
 }
 
-// HandleCommand acts on the backend's set_mode and ping (uplink.CommandHandler).
+// HandleCommand acts on the backend's set_mode, ping and reply (uplink.CommandHandler).
 func (c *commands) HandleCommand(ctx context.Context, cmd protocol.Command) error {
 	switch cmd.Type {
 	case "set_mode":
@@ -146,6 +146,8 @@ func (c *commands) HandleCommand(ctx context.Context, cmd protocol.Command) erro
 		return err
 	case "ping":
 		return nil
+	case protocol.CmdReply:
+		return c.replies.Receive(ctx, *cmd.Reply)
 	default:
 		return fmt.Errorf("command type %q not handled by the daemon", cmd.Type)
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"net"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -13,8 +12,10 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/agora/agorad/audio/tts"
 	"github.com/agora/agorad/buffer"
 	"github.com/agora/agorad/cmd/agorad/internal/metrics"
+	"github.com/agora/agorad/cmd/agorad/internal/replies"
 	"github.com/agora/agorad/cmd/agorad/internal/sdnotify"
 	"github.com/agora/agorad/cmd/internal/control"
 	"github.com/agora/agorad/configs"
@@ -29,6 +30,7 @@ import (
 type Daemon struct {
 	*core
 	opts   Options
+	tts    tts.Engine // closed with the daemon
 	speech *speech
 	status *status
 	cmds   *commands
@@ -48,6 +50,10 @@ type core struct {
 	met    *metrics.Metrics
 	sounds *sounder
 	rules  *wakeRules // wake rules in use; reload swaps them
+	// replies speaks the backend's answers (replies.go); the speech path
+	// asks it for the half-duplex gate and hands it push-to-talk presses.
+	replies *replies.Player
+	langs   *langMemo // language of recent utterances, for replies without lang
 }
 
 // Run starts the daemon and blocks until ctx ends (or, with a file input,
@@ -64,7 +70,7 @@ func Run(ctx context.Context, o Options) error {
 
 func newDaemon(o Options) (*Daemon, error) {
 	cfg, log := o.Config, o.Logger
-	d := &Daemon{opts: o, core: &core{cfg: cfg, log: log, met: metrics.New(o.Version), rules: &wakeRules{}}}
+	d := &Daemon{opts: o, core: &core{cfg: cfg, log: log, met: metrics.New(o.Version), rules: &wakeRules{}, langs: &langMemo{}}}
 	rules, err := wake.New(cfg.Wake.Rules())
 	if err != nil {
 		return nil, &ConfigError{fmt.Errorf("wake rules: %w", err)}
@@ -74,10 +80,17 @@ func newDaemon(o Options) (*Daemon, error) {
 	if err := os.MkdirAll(cfg.StateDir, 0o700); err != nil {
 		return nil, fmt.Errorf("create state dir %s: %w", cfg.StateDir, err)
 	}
+	var key []byte
+	if cfg.Storage.EncryptionKeyFile != "" {
+		if key, err = buffer.ReadKeyFile(cfg.Storage.EncryptionKeyFile); err != nil {
+			return nil, fmt.Errorf("storage.encryption_key_file: %w: %w", buffer.ErrKey, err)
+		}
+	}
 	d.store, err = buffer.Open(filepath.Join(cfg.StateDir, "store"), buffer.Options{
 		MaxBytes: cfg.Storage.MaxBytes, MaxItems: cfg.Storage.MaxItems,
 		Sync: cfg.Storage.Sync, AudioRetention: cfg.Storage.AudioRetention,
-		Logger: log,
+		EncryptionKey: key,
+		Logger:        log,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("open store: %w", err)
@@ -98,8 +111,9 @@ func newDaemon(o Options) (*Daemon, error) {
 		CAFile: cfg.MQTT.TLS.CAFile, CertFile: cfg.MQTT.TLS.CertFile, KeyFile: cfg.MQTT.TLS.KeyFile,
 		KeepAlive: cfg.MQTT.Keepalive.D(), BackoffMin: cfg.MQTT.ReconnectMin.D(), BackoffMax: cfg.MQTT.ReconnectMax.D(),
 		BatchAckRequired: cfg.MQTT.BatchAckRequired,
-		Status:           d.status.protocol,
-		Logger:           log,
+		Delivery:         cfg.MQTT.Delivery, AckTimeout: cfg.MQTT.AckTimeout.D(), StuckAfter: cfg.MQTT.StuckAfter.D(),
+		Status: d.status.protocol,
+		Logger: log,
 	}, d.store, d.cmds)
 	if err != nil {
 		d.close()
@@ -109,11 +123,21 @@ func newDaemon(o Options) (*Daemon, error) {
 	d.router, err = NewRouter(RouterOptions{
 		Store: d.store, Rules: d.rules, Sounds: d.sounds,
 		Online: d.up.Online, DefaultMode: cfg.Mode,
-		OnMode: func(m buffer.Mode) { d.log.Info("mode changed", "mode", m); d.up.PublishStatus() },
+		OnMode: func(m buffer.Mode) {
+			d.log.Info("mode changed", "mode", m)
+			d.up.PublishStatus()
+			if d.replies != nil {
+				d.replies.Wake() // held replies are spoken in feedback mode
+			}
+		},
 	})
 	if err != nil {
 		d.close()
 		return nil, err
+	}
+	if d.replies, d.tts, err = newReplies(d.core); err != nil {
+		d.close()
+		return nil, &ConfigError{err}
 	}
 	return d, nil
 }
@@ -124,6 +148,9 @@ func (d *Daemon) close() {
 	}
 	if d.speech != nil {
 		d.speech.close()
+	}
+	if d.tts != nil {
+		d.tts.Close()
 	}
 	if d.sounds != nil {
 		d.sounds.Close()
@@ -150,30 +177,27 @@ func (d *Daemon) run(ctx context.Context) error {
 	defer stopServices()
 	svc, svcCtx := errgroup.WithContext(svcCtx)
 
-	// Both listeners first, so a port or socket in use fails the start
-	// before any goroutine runs.
-	var mln net.Listener
-	if cfg.Metrics.Listen != "" {
-		var err error
-		if mln, err = metrics.Listen(cfg.Metrics.Listen); err != nil {
-			return fmt.Errorf("metrics: %w", err)
-		}
-	}
+	// The control socket first, so a socket in use fails the start before
+	// any goroutine runs. The metrics endpoint is auxiliary: a port in use
+	// is an error in the log, health and metrics, retried, never a stop.
 	ln, err := control.Listen(cfg.Control.Socket)
 	if err != nil {
-		if mln != nil {
-			mln.Close()
-		}
 		return fmt.Errorf("control socket: %w", err)
 	}
-	svc.Go(func() error { return control.Serve(svcCtx, ln, d.cmds) })
-	if mln != nil {
-		svc.Go(func() error { return d.met.Serve(svcCtx, mln, d.status.health) })
+	svc.Go(func() error {
+		return control.Serve(svcCtx, ln, d.cmds, control.ServeOptions{Logger: d.log.With("component", "control"),
+			OnAcceptError: func(error) { d.met.ListenerError("control") }})
+	})
+	if cfg.Metrics.Listen != "" {
+		svc.Go(func() error {
+			return d.met.ListenAndServe(svcCtx, cfg.Metrics.Listen, d.status.health, d.log.With("component", "metrics"))
+		})
 	}
 	svc.Go(func() error { return d.up.Run(svcCtx) })
 	svc.Go(func() error { d.status.watchOnline(svcCtx); return nil })
 	svc.Go(func() error { d.status.refreshGauges(svcCtx); return nil })
 	svc.Go(func() error { d.cmds.reloadLoop(svcCtx); return nil })
+	svc.Go(func() error { return d.replies.Run(svcCtx) })
 	svc.Go(func() error {
 		// No watchdog ping while the store does not answer: systemd then
 		// restarts a daemon that can no longer keep what it hears.

@@ -6,7 +6,9 @@
 // is a part of its own: the speech path (speech.go, capture.go), the router,
 // the only writer of the mode (router.go), status and metrics (status.go),
 // commands from agoractl and the backend (commands.go), SIGHUP (reload.go)
-// and the earcons (sounds.go). New parts plug in beside these.
+// and the earcons (sounds.go). New parts plug in beside these: the spoken
+// replies (replies.go wires cmd/agorad/internal/replies; the capture loop
+// asks its half-duplex gate and push-to-talk interrupts it).
 //
 // Everything the daemon runs is a goroutine of an errgroup whose context
 // ends it; the speech path stops first on shutdown (finishing the utterance

@@ -20,6 +20,7 @@ type Store interface {
 	FlushListen(offline bool) (buffer.Entry, int, error)
 	ListenCount() (int, error)
 	DropAudio(id string) error
+	ReleaseAudio(id string) error
 }
 
 // Matcher finds wake phrases in a transcript.
@@ -171,30 +172,30 @@ func (r *Router) Handle(ctx context.Context, h Heard) (out Outcome, err error) {
 	}
 	m := r.rules.Match(text)
 	out.Wake = m.Action
+	// The journaled audio goes with the last text stored from it, never
+	// with the words before the wake phrase: if the flush, the mode change
+	// or the question after them then fails, the audio stays journaled and
+	// is transcribed again (the words before may then be stored twice: a
+	// duplicate, never a loss).
+	consumed := false // the store released the audio with the text
 	switch m.Action {
-	case wake.Feedback:
-		// Words before the wake phrase belong to the mode they were spoken in.
-		if err := r.deliver(h, m.Before, &out); err != nil {
+	case wake.Feedback, wake.Listen:
+		if _, err := r.deliver(h, m.Before, &out, true); err != nil {
 			return out, err
 		}
-		if err := r.toFeedback(&out); err != nil {
+		if m.Action == wake.Feedback {
+			err = r.toFeedback(&out)
+		} else {
+			err = r.toListen()
+		}
+		if err != nil {
 			return out, err
 		}
-		if err := r.deliver(h, m.Remainder, &out); err != nil {
-			return out, err
-		}
-	case wake.Listen:
-		if err := r.deliver(h, m.Before, &out); err != nil {
-			return out, err
-		}
-		if err := r.toListen(); err != nil {
-			return out, err
-		}
-		if err := r.deliver(h, m.Remainder, &out); err != nil {
+		if consumed, err = r.deliver(h, m.Remainder, &out, false); err != nil {
 			return out, err
 		}
 	default:
-		if err := r.deliver(h, text, &out); err != nil {
+		if consumed, err = r.deliver(h, text, &out, false); err != nil {
 			return out, err
 		}
 	}
@@ -202,18 +203,29 @@ func (r *Router) Handle(ctx context.Context, h Heard) (out Outcome, err error) {
 	if out.Stored > 0 && out.Sent == 0 && out.Wake == wake.None {
 		r.play("stored")
 	}
-	if out.Stored+out.Sent > 0 {
-		return out, nil // the store released the journal entry with the text
+	switch {
+	case consumed:
+		return out, nil
+	case out.Stored+out.Sent > 0 && h.AudioID != "":
+		// Only the words before the wake phrase were stored (linked to the
+		// audio): release it now as storing them would have.
+		if err := r.store.ReleaseAudio(h.AudioID); err != nil {
+			return out, fmt.Errorf("release journaled audio %s: %w", h.AudioID, err)
+		}
+		return out, nil
+	default:
+		return out, r.release(h.AudioID)
 	}
-	return out, r.release(h.AudioID)
 }
 
 // deliver stores text in the listen buffer or queues it for the backend,
 // depending on the current mode.
-func (r *Router) deliver(h Heard, text string, out *Outcome) error {
+// With keepJournal the audio stays journaled (more text from it follows).
+// It reports whether text was stored with the audio released.
+func (r *Router) deliver(h Heard, text string, out *Outcome, keepJournal bool) (bool, error) {
 	text = strings.TrimSpace(text)
 	if text == "" {
-		return nil
+		return false, nil
 	}
 	rec := buffer.Record{
 		Text: text, Lang: h.Lang, Confidence: h.Confidence,
@@ -222,26 +234,27 @@ func (r *Router) deliver(h Heard, text string, out *Outcome) error {
 		// The store removes (or, with audio retention "keep", retains) the
 		// journaled audio in the same transaction that stores the text, so
 		// a crash can neither lose the utterance nor transcribe it twice.
-		AudioID: h.AudioID,
+		AudioID: h.AudioID, KeepJournal: keepJournal,
 	}
+	released := h.AudioID != "" && !keepJournal
 	if r.mode == buffer.ModeListen {
 		stored, err := r.store.AppendListen(rec)
 		if err != nil {
 			r.play("error")
-			return fmt.Errorf("store note in listen buffer: %w", err)
+			return false, fmt.Errorf("store note in listen buffer: %w", err)
 		}
 		out.Stored++
 		out.ID = stored.ID
-		return nil
+		return released, nil
 	}
 	e, err := r.store.EnqueueUtterance(rec)
 	if err != nil {
 		r.play("error")
-		return fmt.Errorf("queue utterance for the backend: %w", err)
+		return false, fmt.Errorf("queue utterance for the backend: %w", err)
 	}
 	out.Sent++
 	out.ID = e.ID
-	return nil
+	return released, nil
 }
 
 func (r *Router) toFeedback(out *Outcome) error {

@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 	"sync"
 	"testing"
@@ -275,6 +276,77 @@ func TestRouterReleasesJournaledAudio(t *testing.T) {
 				if (rec.AudioID == id) != tt.wantAudioID {
 					t.Errorf("record %q audio id %q; want linked=%v", rec.Text, rec.AudioID, tt.wantAudioID)
 				}
+			}
+		})
+	}
+}
+
+// failingStore makes one step of a wake fail after the words before "agora"
+// were stored.
+type failingStore struct {
+	*buffer.Store
+	failSetMode, failEnqueue bool
+}
+
+func (f *failingStore) SetMode(m buffer.Mode) error {
+	if f.failSetMode {
+		return errors.New("disk said no")
+	}
+	return f.Store.SetMode(m)
+}
+
+func (f *failingStore) EnqueueUtterance(rec buffer.Record) (buffer.Entry, error) {
+	if f.failEnqueue {
+		return buffer.Entry{}, errors.New("disk said no")
+	}
+	return f.Store.EnqueueUtterance(rec)
+}
+
+// Issue 9, item 7: Router.Handle released the journaled audio with the words
+// before "agora"; when the mode change or the question after them then
+// failed, the question was lost. Now the audio stays journaled until the
+// last part is stored; with nothing after the wake word it is released (or
+// retained) once the wake is done.
+func TestRouterKeepsAudioUntilTheQuestionIsStored(t *testing.T) {
+	tests := []struct {
+		name                   string
+		text                   string
+		retention              string
+		failSetMode, failQueue bool
+		wantErr                bool
+		wantJournal, wantKept  int
+	}{
+		{"question fails", "crack in the weld agora what is the torque", buffer.RetainDrop, false, true, true, 1, 0},
+		{"mode change fails", "crack in the weld agora what is the torque", buffer.RetainDrop, true, false, true, 1, 0},
+		{"all stored", "crack in the weld agora what is the torque", buffer.RetainDrop, false, false, false, 0, 0},
+		{"nothing after agora, drop", "crack in the weld agora", buffer.RetainDrop, false, false, false, 0, 0},
+		{"nothing after agora, keep", "crack in the weld agora", buffer.RetainKeep, false, false, false, 0, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st, err := buffer.Open(t.TempDir(), buffer.Options{AudioRetention: tt.retention})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			fs := &failingStore{Store: st}
+			rules, _ := wake.New(wake.DefaultConfig())
+			r, err := NewRouter(RouterOptions{Store: fs, Rules: rules, DefaultMode: buffer.ModeListen})
+			if err != nil {
+				t.Fatal(err)
+			}
+			fs.failSetMode, fs.failEnqueue = tt.failSetMode, tt.failQueue
+			id, err := st.JournalAudio(make([]float32, 1600), time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = r.Handle(context.Background(), Heard{Text: tt.text, AudioID: id})
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("Handle error %v, want error %v", err, tt.wantErr)
+			}
+			stats, _ := st.Stats()
+			if stats.JournalPending != tt.wantJournal || stats.AudioRetained != tt.wantKept {
+				t.Errorf("journal %d retained %d, want %d and %d", stats.JournalPending, stats.AudioRetained, tt.wantJournal, tt.wantKept)
 			}
 		})
 	}

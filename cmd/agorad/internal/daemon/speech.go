@@ -224,6 +224,7 @@ func (sp *speech) transcribeOne(ctx context.Context, j job) {
 	if out.Stored+out.Sent > 0 {
 		sp.met.Utterance(mode)
 	}
+	sp.langs.put(res.Lang, out.ID, out.BatchID)
 	sp.log.Info("utterance", "mode", out.ModeAfter, "stored", out.Stored, "sent", out.Sent, "wake", string(out.Wake),
 		"chars", len(res.Text), "rtf", rtf(res))
 }

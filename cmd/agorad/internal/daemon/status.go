@@ -83,6 +83,21 @@ func (rep *status) updateGauges() {
 		rep.met.SetAudioJournal(st.JournalPending)
 	}
 	rep.met.SetOnline(rep.up.Online())
+	us := rep.up.Stats()
+	rep.met.SetUnconfirmed(us.Unconfirmed)
+	rep.met.SetOutboxStuck(us.StuckFor)
+}
+
+// problems lists degraded parts that do not stop the voice path.
+func (rep *status) problems() []string {
+	var p []string
+	if m := rep.met.Problem(); m != "" {
+		p = append(p, "metrics endpoint: "+m)
+	}
+	if n := rep.up.Stats().Unconfirmed; n > 0 {
+		p = append(p, fmt.Sprintf("%d outbox entries accepted by the broker but not confirmed by the backend: check ACLs and the bridge", n))
+	}
+	return p
 }
 
 func (rep *status) health() metrics.Health {
@@ -90,12 +105,14 @@ func (rep *status) health() metrics.Health {
 	if _, err := rep.store.ListenCount(); err != nil {
 		h.OK, h.Reason = false, "store: "+err.Error()
 	}
+	h.Problems = rep.problems()
 	return h
 }
 
 func (rep *status) protocol() protocol.Status {
 	n, _ := rep.store.ListenCount()
-	return protocol.Status{Mode: string(rep.router.Mode()), Buffered: n, Version: rep.version, Model: rep.speech.model, UpdatedAt: time.Now()}
+	return protocol.Status{Mode: string(rep.router.Mode()), Buffered: n, Version: rep.version, Model: rep.speech.model,
+		StoreID: rep.store.StoreID(), UpdatedAt: time.Now()}
 }
 
 // control is the status agoractl shows.
@@ -105,6 +122,9 @@ func (rep *status) control() (control.Status, error) {
 		Model: rep.speech.model, Version: rep.version, UptimeSeconds: time.Since(rep.started).Seconds(),
 		Refused: rep.refused.Load(), Transcriptions: rep.speech.heard.Load(),
 	}
+	us := rep.up.Stats()
+	st.Unconfirmed, st.StuckSeconds = us.Unconfirmed, us.StuckFor.Seconds()
+	st.Problems = rep.problems()
 	var err error
 	if st.Buffered, err = rep.store.ListenCount(); err != nil {
 		return st, fmt.Errorf("count listen buffer: %w", err)
@@ -120,5 +140,6 @@ func (rep *status) control() (control.Status, error) {
 	if last, at := rep.router.Last(); !at.IsZero() {
 		st.LastUtterance = &control.LastUtterance{Text: last.Text, At: at}
 	}
+	speechStatus(rep.replies, &st)
 	return st, nil
 }

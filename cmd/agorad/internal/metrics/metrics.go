@@ -8,9 +8,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/agora/agorad/buffer"
@@ -36,8 +38,14 @@ type Metrics struct {
 	refused       *prometheus.CounterVec
 	journal       prometheus.Gauge
 	vadFrames     *prometheus.CounterVec
+	unconfirmed   prometheus.Gauge
+	stuck         prometheus.Gauge
+	listenerErrs  *prometheus.CounterVec
 	pttCuts       prometheus.Counter
 	pttStuck      prometheus.Counter
+
+	problemMu sync.Mutex
+	problem   string
 }
 
 // New creates the collectors and registers them, with the Go runtime and
@@ -70,6 +78,12 @@ func New(version string) *Metrics {
 			Help: "Utterance audio journaled and not yet transcribed (or retained)."}),
 		vadFrames: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "vad_frames_total",
 			Help: `Audio frames by path: "gated" skipped by the energy gate, "vad" sent to Silero.`}, []string{"path"}),
+		unconfirmed: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "unconfirmed",
+			Help: "Outbox entries PUBACKed by the broker at least mqtt.ack_timeout ago and not confirmed by the backend (mqtt.delivery: backend)."}),
+		stuck: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "outbox_stuck_seconds",
+			Help: "How long the oldest outbox entry has waited while online, once past mqtt.stuck_after; 0 otherwise."}),
+		listenerErrs: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "listener_errors_total",
+			Help: "Errors of auxiliary listeners (bind failures, accept errors), by listener."}, []string{"listener"}),
 		pttCuts: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "ptt_cuts_total",
 			Help: "Push-to-talk presses cut at input.ptt.max_utterance (each cut starts a new piece)."}),
 		pttStuck: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "ptt_stuck_total",
@@ -80,6 +94,7 @@ func New(version string) *Metrics {
 	build.Set(1)
 	m.reg.MustRegister(m.utterances, m.transcription, m.rtf, m.whisperCalls, m.listenBuffer, m.outbox, m.online,
 		m.reconnects, m.refused, m.journal, m.vadFrames, m.pttCuts, m.pttStuck, build,
+		m.unconfirmed, m.stuck, m.listenerErrs,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Series that exist from the start, so rate() and alerts see a zero
 	// rather than nothing.
@@ -91,6 +106,9 @@ func New(version string) *Metrics {
 	}
 	for _, k := range []string{"listen", "outbox", "journal"} {
 		m.refused.WithLabelValues(k)
+	}
+	for _, l := range []string{"metrics", "control"} {
+		m.listenerErrs.WithLabelValues(l)
 	}
 	return m
 }
@@ -132,6 +150,16 @@ func (m *Metrics) SetOnline(up bool) {
 	}
 }
 
+// SetUnconfirmed sets the number of entries the backend has not confirmed
+// within the ack timeout.
+func (m *Metrics) SetUnconfirmed(n int) { m.unconfirmed.Set(float64(n)) }
+
+// SetOutboxStuck sets how long the head of the outbox has been stuck.
+func (m *Metrics) SetOutboxStuck(d time.Duration) { m.stuck.Set(d.Seconds()) }
+
+// ListenerError counts an error of an auxiliary listener ("metrics", "control").
+func (m *Metrics) ListenerError(listener string) { m.listenerErrs.WithLabelValues(listener).Inc() }
+
 // PTTCut counts a long push-to-talk press cut into another piece.
 func (m *Metrics) PTTCut() { m.pttCuts.Inc() }
 
@@ -163,6 +191,9 @@ type Health struct {
 	Online bool   `json:"online"`
 	Mode   string `json:"mode"`
 	Reason string `json:"reason,omitempty"` // why not OK
+	// Problems are degraded parts that leave the daemon working (OK stays
+	// true): unconfirmed entries, an auxiliary listener down.
+	Problems []string `json:"problems,omitempty"`
 }
 
 // Handler serves /metrics and /healthz. health is called per request; nil
@@ -229,4 +260,49 @@ func (m *Metrics) Serve(ctx context.Context, ln net.Listener, health func() Heal
 		return fmt.Errorf("serve metrics on %s: %w", ln.Addr(), err)
 	}
 	return nil
+}
+
+// ListenAndServe binds addr and serves until ctx ends, like Listen and Serve,
+// but a failure to bind or serve (the port taken by another program) never
+// ends it: the error is logged, counted in agorad_listener_errors_total and
+// reported by Problem, and binding is retried with backoff (1s doubling to a
+// minute). An auxiliary endpoint must not stop the voice path. It returns
+// nil when ctx ends.
+func (m *Metrics) ListenAndServe(ctx context.Context, addr string, health func() Health, log *slog.Logger) error {
+	delay := time.Second
+	for ctx.Err() == nil {
+		ln, err := Listen(addr)
+		if err == nil {
+			m.setProblem("")
+			if err = m.Serve(ctx, ln, health); err == nil {
+				return nil
+			}
+			delay = time.Second
+		}
+		m.ListenerError("metrics")
+		m.setProblem(err.Error())
+		log.Error("metrics endpoint unavailable; the daemon keeps running, retrying", "addr", addr, "retry_in", delay, "err", err)
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C:
+		}
+		delay = min(2*delay, time.Minute)
+	}
+	return nil
+}
+
+func (m *Metrics) setProblem(p string) {
+	m.problemMu.Lock()
+	m.problem = p
+	m.problemMu.Unlock()
+}
+
+// Problem is the metrics listener's last error while it is not serving,
+// "" while it serves (or was never started).
+func (m *Metrics) Problem() string {
+	m.problemMu.Lock()
+	defer m.problemMu.Unlock()
+	return m.problem
 }

@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"log/slog"
+	"net"
 	"net/http"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -181,7 +184,7 @@ func TestHealthz(t *testing.T) {
 			t.Errorf("healthy=%v: status %d, want %d", tc.healthy, resp.StatusCode, tc.code)
 		}
 		var got Health
-		if err := json.Unmarshal(body, &got); err != nil || got != tc.want {
+		if err := json.Unmarshal(body, &got); err != nil || !reflect.DeepEqual(got, tc.want) {
 			t.Errorf("healthy=%v: body %s (%v), want %+v", tc.healthy, body, err, tc.want)
 		}
 	}
@@ -209,5 +212,54 @@ func TestListenRefusesNonLoopback(t *testing.T) {
 		ln.Close()
 	} else if !strings.Contains(err.Error(), "listen for metrics") {
 		t.Errorf("[::1]: %v", err)
+	}
+}
+
+// Issue 9, item 7: a metrics port already taken stopped the whole daemon.
+// ListenAndServe reports it (Problem, agorad_listener_errors_total), keeps
+// retrying and serves once the port is free.
+func TestListenAndServePortTaken(t *testing.T) {
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := taken.Addr().String()
+	m := New("test")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- m.ListenAndServe(ctx, addr, nil, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
+	deadline := time.Now().Add(5 * time.Second)
+	for m.Problem() == "" {
+		if time.Now().After(deadline) {
+			t.Fatal("no problem reported for a taken port")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if !strings.Contains(m.Problem(), addr) {
+		t.Errorf("problem %q does not name %s", m.Problem(), addr)
+	}
+	taken.Close()
+	deadline = time.Now().Add(10 * time.Second)
+	for {
+		resp, err := http.Get("http://" + addr + "/metrics")
+		if err == nil {
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			if !strings.Contains(string(b), `agorad_listener_errors_total{listener="metrics"} `) || strings.Contains(string(b), `agorad_listener_errors_total{listener="metrics"} 0`) {
+				t.Errorf("listener error not counted:\n%s", b)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("never served after the port was freed: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if p := m.Problem(); p != "" {
+		t.Errorf("problem %q still reported while serving", p)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Errorf("ListenAndServe: %v", err)
 	}
 }

@@ -1,0 +1,22 @@
+// Package replies speaks the backend's replies on the device: it stores each
+// reply command before the broker is acknowledged, decides when it may be
+// spoken (mode, urgency, expiry, push-to-talk), speaks it through a tts
+// Engine on the shared speaker, and acknowledges the outcome.
+//
+// Invariants:
+//   - One voice at a time, in arrival order: a single goroutine (Run) speaks;
+//     earcons queue behind speech on the same player.
+//   - A reply is stored (buffer.Store.AddReply) before Receive returns, and
+//     de-duplicated by id there: a redelivery is never queued twice.
+//   - A reply is marked "speaking" in the store before its first sample is
+//     played. A crash while speaking ends it as interrupted at the next
+//     start; it is never spoken again by itself, so nothing is spoken twice
+//     (`agoractl replies play ID` replays on request).
+//   - Every outcome (spoken, interrupted, expired, held, failed) is stored
+//     together with its ack to the backend, in one transaction.
+//   - An expired reply is never spoken; it stays listed.
+//   - Half duplex: Muted is true while speaking and for Tail after, and the
+//     capture path consults it so the device never transcribes itself.
+//   - Push-to-talk (SetPTT) interrupts speech at once and starts nothing new
+//     while the key is held.
+package replies

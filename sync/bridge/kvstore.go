@@ -1,0 +1,118 @@
+package bridge
+
+import (
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/nats-io/nats.go"
+)
+
+// KVStore is the Store shared by the bridges of a fleet: a JetStream
+// key-value bucket. Device ids are hex-encoded into keys (KV keys allow
+// fewer characters than device ids). A commit is three puts, the
+// de-duplication record last: a crash between them can at worst run the
+// message again, never skip it. Statuses live under their own key so that
+// bridges updating a device's status never overwrite its sequence record.
+type KVStore struct{ kv nats.KeyValue }
+
+func kvDev(device string) string { return hex.EncodeToString([]byte(device)) }
+
+func (s *KVStore) get(key string, v any) (bool, error) {
+	e, err := s.kv.Get(key)
+	if errors.Is(err, nats.ErrKeyNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, json.Unmarshal(e.Value(), v)
+}
+
+func (s *KVStore) put(key string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = s.kv.Put(key, b)
+	return err
+}
+
+// Get implements Store.
+func (s *KVStore) Get(device, id string) (Record, bool, error) {
+	var r Record
+	found, err := s.get("m."+kvDev(device)+"."+id, &r)
+	if err != nil {
+		return Record{}, false, fmt.Errorf("read record %s/%s: %w", device, id, err)
+	}
+	return r, found, nil
+}
+
+type kvStatus struct {
+	Mode     string `json:"mode"`
+	Online   bool   `json:"online"`
+	StatusAt string `json:"status_at"`
+}
+
+// Device implements Store.
+func (s *KVStore) Device(device string) (DeviceState, error) {
+	var ds DeviceState
+	if _, err := s.get("d."+kvDev(device), &ds); err != nil {
+		return ds, fmt.Errorf("read device %s: %w", device, err)
+	}
+	var st kvStatus
+	if _, err := s.get("s."+kvDev(device), &st); err != nil {
+		return ds, fmt.Errorf("read device %s status: %w", device, err)
+	}
+	ds.Mode, ds.Online, ds.StatusAt = st.Mode, st.Online, st.StatusAt
+	return ds, nil
+}
+
+// Commit implements Store.
+func (s *KVStore) Commit(device, id string, rec Record, ds DeviceState, dl *DeadLetter) error {
+	if dl != nil {
+		if err := s.put("x."+kvDev(device)+"."+id, dl); err != nil {
+			return fmt.Errorf("store dead letter %s/%s: %w", device, id, err)
+		}
+	}
+	ds.Mode, ds.Online, ds.StatusAt = "", false, ""
+	if err := s.put("d."+kvDev(device), ds); err != nil {
+		return fmt.Errorf("store device %s: %w", device, err)
+	}
+	if err := s.put("m."+kvDev(device)+"."+id, rec); err != nil {
+		return fmt.Errorf("store record %s/%s: %w", device, id, err)
+	}
+	return nil
+}
+
+// PutDevice implements Store (only the status part).
+func (s *KVStore) PutDevice(device string, ds DeviceState) error {
+	return s.put("s."+kvDev(device), kvStatus{Mode: ds.Mode, Online: ds.Online, StatusAt: ds.StatusAt})
+}
+
+// DeadLetters implements Store.
+func (s *KVStore) DeadLetters(limit int) ([]DeadLetter, error) {
+	w, err := s.kv.Watch("x.>", nats.IgnoreDeletes())
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = w.Stop() }()
+	var out []DeadLetter
+	for e := range w.Updates() {
+		if e == nil {
+			break // initial values done
+		}
+		var dl DeadLetter
+		if err := json.Unmarshal(e.Value(), &dl); err == nil {
+			out = append(out, dl)
+		}
+		if limit > 0 && len(out) >= limit {
+			break
+		}
+	}
+	return out, nil
+}
+
+// Close implements Store (the connection is the JetStream's).
+func (s *KVStore) Close() error { return nil }

@@ -1,0 +1,120 @@
+package bridge_test
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/agora/agorad/sync/agui/aguitest"
+	"github.com/agora/agorad/sync/brokertest"
+)
+
+// cutProxy forwards TCP to target; Cut drops every connection without an
+// MQTT DISCONNECT (a device losing power or radio) and refuses new ones
+// until Restore.
+type cutProxy struct {
+	l      net.Listener
+	mu     sync.Mutex
+	conns  []net.Conn
+	closed bool
+}
+
+func newCutProxy(t *testing.T, target string) *cutProxy {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &cutProxy{l: l}
+	t.Cleanup(func() { l.Close(); p.Cut() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			p.mu.Lock()
+			up, err := net.Dial("tcp", target)
+			if p.closed || err != nil {
+				p.mu.Unlock()
+				c.Close()
+				continue
+			}
+			p.conns = append(p.conns, c, up)
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(up, c); up.Close() }()
+			go func() { _, _ = io.Copy(c, up); c.Close() }()
+		}
+	}()
+	return p
+}
+
+func (p *cutProxy) URL() string { return "tcp://" + p.l.Addr().String() }
+
+func (p *cutProxy) Cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.closed = true
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}
+
+func (p *cutProxy) Restore() {
+	p.mu.Lock()
+	p.closed = false
+	p.mu.Unlock()
+}
+
+// The device's real uplink against nats-server's MQTT: retained status, the
+// last will when the link drops, and a reply published while the device is
+// offline delivered to its persistent session when it comes back.
+func TestNATSDeviceSessionWillAndRetained(t *testing.T) {
+	const partitions = 4
+	n := brokertest.StartNATS(t, partitions)
+	agent := aguitest.Start()
+	defer agent.Close()
+	agent.Delay = 1500 * time.Millisecond
+	fb := startFleetBridge(t, n, partitions, agent.URL, "sess-bridge")
+	defer fb.stop()
+	store := fb.js.Store()
+	proxy := newCutProxy(t, n.MQTTURL()[len("tcp://"):])
+	dev := newDevice(t, "nats-dev", proxy.URL(), false)
+	waitFor(t, 15*time.Second, "online status at the bridge", func() bool {
+		ds, _ := store.Device("nats-dev")
+		return ds.Online && ds.Mode == "feedback"
+	})
+	// Retained: a client subscribing now still gets the status.
+	late := brokertest.SubscribeURL(t, n.MQTTURL(), "agora/v1/nats-dev/status")
+	if msgs, ok := late.WaitCount(1, 10*time.Second); !ok || !msgs[0].Retained {
+		t.Fatalf("no retained status for a late subscriber: %+v", msgs)
+	}
+	// A question, then the link drops while the graph is still answering.
+	dev.say(t, "is the anchor bolt torqued")
+	waitFor(t, 10*time.Second, "the run to start", func() bool { return len(agent.Runs()) == 1 })
+	before := dev.up.Stats()
+	proxy.Cut()
+	waitFor(t, 20*time.Second, "the last will (online:false) at the bridge", func() bool {
+		ds, _ := store.Device("nats-dev")
+		return !ds.Online
+	})
+	time.Sleep(2 * time.Second) // the reply and the ack are published to the offline session now
+	proxy.Restore()
+	waitFor(t, 30*time.Second, "reply and ack delivered to the persistent session", func() bool {
+		s := dev.up.Stats()
+		return s.Commands+s.RejectedCommands >= before.Commands+before.RejectedCommands+2
+	})
+	waitFor(t, 15*time.Second, "online again", func() bool {
+		ds, _ := store.Device("nats-dev")
+		return ds.Online
+	})
+	s := dev.up.Stats()
+	t.Logf("device commands: %d valid, %d rejected (reply is issue 7's: rejected until then)", s.Commands, s.RejectedCommands)
+	if len(agent.Runs()) != 1 {
+		t.Errorf("%d runs, want 1", len(agent.Runs()))
+	}
+	_ = fmt.Sprint
+}

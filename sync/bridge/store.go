@@ -1,0 +1,200 @@
+package bridge
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/dgraph-io/badger/v4"
+
+	"github.com/agora/agorad/sync/protocol"
+)
+
+// Record is what the bridge remembers about one device message it handed
+// over, keyed by (device, message id): the de-duplication record.
+type Record struct {
+	Seq    uint64                 `json:"seq"`
+	State  string                 `json:"state"` // StateDone or StateParked
+	Reply  *protocol.ReplyCommand `json:"reply,omitempty"`
+	Reason string                 `json:"reason,omitempty"` // why it was parked
+	At     time.Time              `json:"at"`
+}
+
+// Record states.
+const (
+	StateDone   = "done"   // the graph ran it; Reply (if any) is its answer
+	StateParked = "parked" // given up after bounded retries; a DeadLetter holds it
+)
+
+// DeviceState is what the bridge keeps per device.
+type DeviceState struct {
+	LastSeq   uint64    `json:"last_seq"` // highest seq handed over
+	LastID    string    `json:"last_id"`
+	Mode      string    `json:"mode,omitempty"`   // from the last status
+	Online    bool      `json:"online"`           // from the last status (false after the last will)
+	StatusAt  string    `json:"status_at"`        // updated_at of that status
+	Offline   uint64    `json:"offline_messages"` // messages handed over that the device produced offline
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// DeadLetter is a parked message: the device's payload as received and why
+// the bridge gave up on it.
+type DeadLetter struct {
+	DeviceID string    `json:"device_id"`
+	ID       string    `json:"id"`
+	Seq      uint64    `json:"seq"`
+	Topic    string    `json:"topic"`
+	Payload  []byte    `json:"payload"`
+	Reason   string    `json:"reason"`
+	Attempts int       `json:"attempts"`
+	At       time.Time `json:"at"`
+}
+
+// Store keeps de-duplication records, device state and dead letters.
+//
+// Guarantee: Commit is atomic and durable (when the store syncs writes)
+// before it returns; a message is acknowledged to the transport only after
+// its Commit, so after a crash it is either redelivered and found here, or
+// was never committed and runs again.
+type Store interface {
+	Get(device, id string) (Record, bool, error)
+	Device(device string) (DeviceState, error)
+	// Commit stores rec and ds together, and dl when not nil.
+	Commit(device, id string, rec Record, ds DeviceState, dl *DeadLetter) error
+	PutDevice(device string, ds DeviceState) error
+	DeadLetters(limit int) ([]DeadLetter, error)
+	Close() error
+}
+
+// BadgerStore is the Store of a single bridge (mosquitto mode): Badger in the
+// state directory, the database the device already uses.
+type BadgerStore struct{ db *badger.DB }
+
+// OpenBadger opens (creating) the store in dir. syncWrites fsyncs every
+// commit; without it a power cut can lose the last commits, which then run
+// again (at-least-once towards the graph).
+func OpenBadger(dir string, syncWrites bool, log *slog.Logger) (*BadgerStore, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	opts := badger.DefaultOptions(dir).WithSyncWrites(syncWrites).WithLogger(badgerLog{log}).
+		WithNumVersionsToKeep(1).WithMemTableSize(16 << 20).WithValueThreshold(1 << 10)
+	db, err := badger.Open(opts)
+	if err != nil {
+		return nil, fmt.Errorf("open bridge state %s: %w", dir, err)
+	}
+	return &BadgerStore{db: db}, nil
+}
+
+func msgKey(device, id string) []byte { return []byte("m/" + device + "/" + id) }
+func devKey(device string) []byte     { return []byte("d/" + device) }
+func dlKey(device, id string) []byte  { return []byte("x/" + device + "/" + id) }
+
+func getJSON(txn *badger.Txn, key []byte, v any) (bool, error) {
+	it, err := txn.Get(key)
+	if errors.Is(err, badger.ErrKeyNotFound) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	return true, it.Value(func(b []byte) error { return json.Unmarshal(b, v) })
+}
+
+func setJSON(txn *badger.Txn, key []byte, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	return txn.Set(key, b)
+}
+
+// Get returns the record of a message handed over before.
+func (s *BadgerStore) Get(device, id string) (Record, bool, error) {
+	var r Record
+	var found bool
+	err := s.db.View(func(txn *badger.Txn) (err error) {
+		found, err = getJSON(txn, msgKey(device, id), &r)
+		return err
+	})
+	if err != nil {
+		return Record{}, false, fmt.Errorf("read record %s/%s: %w", device, id, err)
+	}
+	return r, found, nil
+}
+
+// Device returns the device's state (zero when unknown).
+func (s *BadgerStore) Device(device string) (DeviceState, error) {
+	var ds DeviceState
+	err := s.db.View(func(txn *badger.Txn) error {
+		_, err := getJSON(txn, devKey(device), &ds)
+		return err
+	})
+	if err != nil {
+		return DeviceState{}, fmt.Errorf("read device %s: %w", device, err)
+	}
+	return ds, nil
+}
+
+// Commit implements Store.
+func (s *BadgerStore) Commit(device, id string, rec Record, ds DeviceState, dl *DeadLetter) error {
+	err := s.db.Update(func(txn *badger.Txn) error {
+		if err := setJSON(txn, msgKey(device, id), rec); err != nil {
+			return err
+		}
+		if err := setJSON(txn, devKey(device), ds); err != nil {
+			return err
+		}
+		if dl != nil {
+			return setJSON(txn, dlKey(device, id), dl)
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("commit %s/%s: %w", device, id, err)
+	}
+	return nil
+}
+
+// PutDevice stores the device's state alone (status updates).
+func (s *BadgerStore) PutDevice(device string, ds DeviceState) error {
+	if err := s.db.Update(func(txn *badger.Txn) error { return setJSON(txn, devKey(device), ds) }); err != nil {
+		return fmt.Errorf("store device %s: %w", device, err)
+	}
+	return nil
+}
+
+// DeadLetters lists up to limit parked messages (all when limit <= 0).
+func (s *BadgerStore) DeadLetters(limit int) ([]DeadLetter, error) {
+	var out []DeadLetter
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: []byte("x/"), PrefetchValues: true, PrefetchSize: 64})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			var dl DeadLetter
+			if err := it.Item().Value(func(b []byte) error { return json.Unmarshal(b, &dl) }); err != nil {
+				return err
+			}
+			out = append(out, dl)
+			if limit > 0 && len(out) >= limit {
+				break
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// Close closes the database.
+func (s *BadgerStore) Close() error { return s.db.Close() }
+
+type badgerLog struct{ l *slog.Logger }
+
+func (b badgerLog) Errorf(f string, a ...any) { b.l.Error(fmt.Sprintf(f, a...), "component", "badger") }
+func (b badgerLog) Warningf(f string, a ...any) {
+	b.l.Warn(fmt.Sprintf(f, a...), "component", "badger")
+}
+func (b badgerLog) Infof(string, ...any)  {}
+func (b badgerLog) Debugf(string, ...any) {}

@@ -1,0 +1,205 @@
+package uplink
+
+import (
+	"time"
+
+	"github.com/agora/agorad/buffer"
+)
+
+// Delivery says when an outbox entry counts as delivered.
+const (
+	// DeliveryBroker deletes an entry once the broker PUBACKed it.
+	DeliveryBroker = "broker"
+	// DeliveryBackend keeps utterances, batches and events after the PUBACK
+	// until the backend's ack command names their id: an MQTT 3.1.1 broker
+	// PUBACKs a publish its ACL denies, so a PUBACK alone proves nothing.
+	DeliveryBackend = "backend"
+)
+
+// unconfirmedHint is logged once per episode of unconfirmed entries.
+const unconfirmedHint = "the broker accepted but the backend never confirmed: check ACLs and the bridge"
+
+// held is an entry PUBACKed by the broker and waiting for the backend's ack.
+type held struct {
+	seq      uint64
+	first    time.Time // first PUBACK: how long the backend has been silent
+	last     time.Time // last PUBACK: when the next re-publication is due
+	released bool      // due: being published again (not held back by drain)
+}
+
+// needsConfirm reports whether e stays in the outbox after its PUBACK until
+// the backend confirms it.
+func (c *Client) needsConfirm(e buffer.Entry) bool {
+	switch e.Kind {
+	case buffer.KindUtterance, buffer.KindEvent:
+		return c.opts.Delivery == DeliveryBackend
+	case buffer.KindBatch:
+		return c.opts.Delivery == DeliveryBackend || c.opts.BatchAckRequired
+	}
+	return false
+}
+
+// settled records e's PUBACK. It returns true when e is done (delete it):
+// it needs no confirmation, or the backend confirmed it already.
+func (c *Client) settled(e buffer.Entry, now time.Time) bool {
+	if !c.needsConfirm(e) {
+		return true
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.early[e.ID]; ok {
+		// The backend's ack overtook the PUBACK (or came for a
+		// re-publication): done.
+		delete(c.early, e.ID)
+		if _, held := c.awaiting[e.ID]; !held {
+			c.confirmed.Add(1) // counted here: confirm saw it before its PUBACK
+		}
+		delete(c.awaiting, e.ID)
+		return true
+	}
+	h := c.awaiting[e.ID]
+	if h == nil {
+		h = &held{seq: e.Seq, first: now}
+		c.awaiting[e.ID] = h
+	}
+	h.last, h.released = now, false
+	return false
+}
+
+// holdForAck reports whether e was PUBACKed and still waits for the
+// backend's ack within AckTimeout (drain skips it).
+func (c *Client) holdForAck(e buffer.Entry) bool {
+	if !c.needsConfirm(e) {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h, ok := c.awaiting[e.ID]
+	return ok && !h.released
+}
+
+// releaseDue releases entries for re-publication once the oldest held one
+// waited AckTimeout. All held entries go together ("go back N"), so the
+// re-publications reach the backend in seq order, ahead of anything newer.
+func (c *Client) releaseDue(now time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	due := false
+	for _, h := range c.awaiting {
+		if !h.released && now.Sub(h.last) >= c.opts.AckTimeout {
+			due = true
+			break
+		}
+	}
+	for id, at := range c.early {
+		if now.Sub(at) > 10*c.opts.AckTimeout {
+			delete(c.early, id) // an ack for an entry this process never sent
+		}
+	}
+	if !due {
+		return
+	}
+	n := 0
+	var first uint64
+	for _, h := range c.awaiting {
+		if !h.released {
+			h.released = true
+			n++
+			if first == 0 || h.seq < first {
+				first = h.seq
+			}
+		}
+	}
+	c.republished.Add(uint64(n))
+	c.log.Debug("entries not confirmed by the backend within ack_timeout, publishing them again",
+		"count", n, "from_seq", first, "ack_timeout", c.opts.AckTimeout)
+}
+
+// releaseAll releases every held entry (a new session).
+func (c *Client) releaseAll() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, h := range c.awaiting {
+		h.released = true
+	}
+}
+
+// nextAckDeadline is when the oldest held entry becomes due.
+func (c *Client) nextAckDeadline() (time.Time, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var next time.Time
+	for _, h := range c.awaiting {
+		if h.released {
+			continue
+		}
+		if d := h.last.Add(c.opts.AckTimeout); next.IsZero() || d.Before(next) {
+			next = d
+		}
+	}
+	return next, !next.IsZero()
+}
+
+// heldCount is the number of entries PUBACKed and not yet confirmed.
+func (c *Client) heldCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.awaiting)
+}
+
+// unconfirmedAt counts entries PUBACKed at least AckTimeout before now and
+// still not confirmed by the backend.
+func (c *Client) unconfirmedAt(now time.Time) int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := 0
+	for _, h := range c.awaiting {
+		if now.Sub(h.first) >= c.opts.AckTimeout {
+			n++
+		}
+	}
+	return n
+}
+
+// confirm deletes the entries the backend acknowledged. An id not (yet)
+// waiting is remembered for a while under DeliveryBackend: its ack may
+// overtake its PUBACK. Held entries stay held until their delete is done,
+// so a drain running beside it cannot publish them again meanwhile.
+func (c *Client) confirm(ids []string) {
+	now := time.Now()
+	c.mu.Lock()
+	var del []string
+	for _, id := range ids {
+		h, ok := c.awaiting[id]
+		switch {
+		case ok:
+			del = append(del, id)
+			if h.released {
+				c.early[id] = now // being published again: its PUBACK may still come
+			}
+		case c.opts.Delivery == DeliveryBackend:
+			if len(c.early) < maxEarly {
+				c.early[id] = now
+			}
+		}
+	}
+	c.mu.Unlock()
+	if len(del) == 0 {
+		return
+	}
+	if err := c.outbox.Delete(del...); err != nil {
+		// Still held: published again after AckTimeout and confirmed
+		// again, a duplicate, not a loss.
+		c.log.Error("delete entries confirmed by the backend", "count", len(del), "err", err)
+		return
+	}
+	c.confirmed.Add(uint64(len(del)))
+	c.mu.Lock()
+	for _, id := range del {
+		delete(c.awaiting, id)
+	}
+	c.mu.Unlock()
+}
+
+// maxEarly bounds the acks remembered for entries not yet PUBACKed.
+const maxEarly = 16 << 10

@@ -1,0 +1,356 @@
+package uplink
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+
+	"github.com/agora/agorad/buffer"
+	"github.com/agora/agorad/sync/brokertest"
+	"github.com/agora/agorad/sync/protocol"
+)
+
+// Issue 9, finding 4: when the store refuses a command's reply (cap
+// reached), the command used to stay unacknowledged; after mosquitto's
+// in-flight window (20 by default) filled, later commands were not delivered
+// until a reconnect. Now the reply is owed and the command acknowledged.
+func TestCommandsNeverStall(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real mosquitto")
+	}
+	b := brokertest.Start(t, brokertest.WithConfig("max_inflight_messages 20")) // mosquitto's default
+	acks := b.Subscribe(t, "agora/v1/dev-st/acks")
+	st, err := buffer.Open(t.TempDir(), buffer.Options{Sync: buffer.SyncNone, MaxItems: 5, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for i := range 5 {
+		if _, err := st.AppendListen(buffer.Record{Text: "note", Seq: uint64(i)}); err != nil {
+			t.Fatalf("fill store: %v", err)
+		}
+	}
+	if _, err := st.AppendListen(buffer.Record{Text: "one too many"}); err == nil {
+		t.Fatal("store with max_items 5 accepted a sixth item")
+	}
+	h := &recordingHandler{}
+	c := newClient(t, testOptions("dev-st", b.URL()), st, h)
+	runClient(t, c)
+	waitUntil(t, 10*time.Second, "online", c.Online)
+
+	pub := connectPublisher(t, b)
+	topic := "agora/v1/dev-st/commands"
+	for i := range 25 {
+		pubWait(t, pub, topic, `{"id":"ping-`+itoa(i)+`","type":"ping"}`)
+	}
+	waitUntil(t, 10*time.Second, "25 pings carried out", func() bool { return len(h.got()) == 25 })
+	if s := c.Stats(); s.OwedReplies == 0 {
+		t.Errorf("no owed replies counted with a full store: %+v", s)
+	}
+
+	if _, err := st.ClearListen(); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	pubWait(t, pub, topic, `{"id":"mode-1","type":"set_mode","mode":"feedback"}`)
+	waitUntil(t, 2*time.Second, "set_mode carried out within 2s", func() bool {
+		g := h.got()
+		return len(g) == 26 && g[25].Type == protocol.CmdSetMode
+	})
+	t.Logf("set_mode carried out %v after it was published", time.Since(start).Round(time.Millisecond))
+	if s := c.Stats(); s.Connects != 1 || s.Reconnects != 0 {
+		t.Errorf("connects %d, reconnects %d: want one session", s.Connects, s.Reconnects)
+	}
+	msgs, ok := acks.WaitCount(26, 15*time.Second)
+	if !ok {
+		t.Fatalf("%d of 26 replies arrived once the store had room", len(msgs))
+	}
+	got := decode(t, msgs)
+	for i, m := range got[:25] {
+		if m.CmdID != "ping-"+itoa(i) || !m.OK {
+			t.Errorf("reply %d: %+v", i, m)
+		}
+	}
+	if got[25].CmdID != "mode-1" {
+		t.Errorf("last reply is for %q, want mode-1", got[25].CmdID)
+	}
+	if s := c.Stats(); s.OwedReplies != 0 || s.RefusedReplies != 0 {
+		t.Errorf("owed %d refused %d after the store had room", s.OwedReplies, s.RefusedReplies)
+	}
+}
+
+func itoa(i int) string { b, _ := json.Marshal(i); return string(b) }
+
+func connectPublisher(t testing.TB, b *brokertest.Broker, auth ...string) paho.Client {
+	t.Helper()
+	o := paho.NewClientOptions().AddBroker(b.URL()).SetClientID("test-pub-" + time.Now().Format("150405.000000000"))
+	if len(auth) == 2 {
+		o.SetUsername(auth[0]).SetPassword(auth[1])
+	}
+	cli := paho.NewClient(o)
+	if tok := cli.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+		t.Fatalf("publisher connect: %v", tok.Error())
+	}
+	t.Cleanup(func() { cli.Disconnect(100) })
+	return cli
+}
+
+func pubWait(t testing.TB, cli paho.Client, topic, payload string) {
+	t.Helper()
+	if tok := cli.Publish(topic, 1, false, payload); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+		t.Fatalf("publish: %v", tok.Error())
+	}
+}
+
+// With delivery: backend an utterance stays after its PUBACK, is published
+// again with the same id and seq after ack_timeout, counts as unconfirmed
+// (logged once, with the hint), and goes once the backend acknowledges it.
+func TestDeliveryBackend(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real mosquitto")
+	}
+	b := brokertest.Start(t)
+	sub := b.Subscribe(t, "agora/v1/dev-db/utterances")
+	st := newStore(t)
+	want := enqueueUtterances(t, st, 3, false, "confirm me")
+	logs := &brokertest.Log{}
+	opts := testOptions("dev-db", b.URL())
+	opts.Delivery, opts.AckTimeout, opts.StuckAfter = DeliveryBackend, 400*time.Millisecond, 800*time.Millisecond
+	opts.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	c := newClient(t, opts, st, nil)
+	runClient(t, c)
+	msgs, ok := sub.WaitCount(6, 10*time.Second)
+	if !ok {
+		t.Fatalf("not published again without the backend's ack: %d messages", len(msgs))
+	}
+	got := decode(t, msgs)
+	for i, m := range got[:6] {
+		if w := want[i%3]; m.ID != w.ID || m.Seq != w.Seq {
+			t.Fatalf("message %d: id %s seq %d, want %s seq %d (same id and seq, in order)", i, m.ID, m.Seq, w.ID, w.Seq)
+		}
+	}
+	if n, _ := st.OutboxCount(); n != 3 {
+		t.Fatalf("outbox %d before the backend's ack, want 3", n)
+	}
+	waitUntil(t, 5*time.Second, "3 unconfirmed", func() bool { return c.Stats().Unconfirmed == 3 })
+	time.Sleep(3 * opts.AckTimeout) // more re-publications: still one log line
+	if n := strings.Count(logs.String(), unconfirmedHint); n != 1 {
+		t.Errorf("hint logged %d times in one episode, want 1", n)
+	}
+	// Nothing confirmed: the head of the queue does not move while online.
+	waitUntil(t, 5*time.Second, "stuck queue reported", func() bool { return c.Stats().StuckFor >= opts.StuckAfter })
+	if !strings.Contains(logs.String(), "outbox stuck") {
+		t.Error("stuck queue not logged")
+	}
+	ids := []string{want[0].ID, want[1].ID, want[2].ID}
+	body, _ := json.Marshal(map[string]any{"id": "ack-1", "type": "ack", "ids": ids})
+	publish(t, b, "agora/v1/dev-db/commands", string(body))
+	waitUntil(t, 10*time.Second, "outbox empty after the ack", func() bool { n, _ := st.OutboxCount(); return n == 0 })
+	waitUntil(t, 5*time.Second, "unconfirmed back to 0", func() bool { return c.Stats().Unconfirmed == 0 })
+	if s := c.Stats(); s.Confirmed != 3 || s.Republished == 0 {
+		t.Errorf("confirmed %d republished %d", s.Confirmed, s.Republished)
+	}
+	waitUntil(t, 5*time.Second, "stuck cleared", func() bool { return c.Stats().StuckFor == 0 })
+	if !strings.Contains(logs.String(), "confirms outbox entries again") {
+		t.Error("end of the episode not logged")
+	}
+}
+
+// ackingBridge acknowledges every utterance, batch and event it receives,
+// as agora-bridge does under delivery: backend.
+type ackingBridge struct {
+	sub  *brokertest.Subscriber
+	pub  paho.Client
+	mu   sync.Mutex
+	done map[string]bool
+}
+
+func startBridge(t *testing.T, b *brokertest.Broker, device string, auth ...string) *ackingBridge {
+	return startBridgeN(t, b, device, 0, auth...)
+}
+
+// startBridgeN acks at most perCommand ids per ack command (0: all new ones).
+func startBridgeN(t *testing.T, b *brokertest.Broker, device string, perCommand int, auth ...string) *ackingBridge {
+	var opts []brokertest.SubscriberOption
+	if len(auth) == 2 {
+		opts = append(opts, brokertest.WithAuth(auth[0], auth[1]))
+	}
+	br := &ackingBridge{sub: b.Subscribe(t, "agora/v1/"+device+"/+", opts...), pub: connectPublisher(t, b, auth...), done: map[string]bool{}}
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-stopped })
+	go func() {
+		defer close(stopped)
+		for n := 0; ctx.Err() == nil; n++ {
+			time.Sleep(20 * time.Millisecond)
+			var ids []string
+			for _, m := range br.sub.Messages() {
+				var w wireMsg
+				if json.Unmarshal(m.Payload, &w) != nil || br.done[w.ID] {
+					continue
+				}
+				switch w.Type {
+				case "utterance", "batch", "event":
+					br.done[w.ID] = true
+					ids = append(ids, w.ID)
+				}
+			}
+			for i := 0; len(ids) > 0; i++ {
+				k := len(ids)
+				if perCommand > 0 {
+					k = min(k, perCommand)
+				}
+				body, _ := json.Marshal(map[string]any{"id": "bridge-ack-" + itoa(n) + "-" + itoa(i), "type": "ack", "ids": ids[:k]})
+				br.pub.Publish("agora/v1/"+device+"/commands", 1, false, body) // not waited: a flood, as a busy bridge sends
+				ids = ids[k:]
+			}
+		}
+	}()
+	return br
+}
+
+// received returns the decoded utterances/batches (data lane) and events.
+func (br *ackingBridge) received(t testing.TB) (data, events []wireMsg) {
+	for _, m := range decode(t, br.sub.Messages()) {
+		switch m.Type {
+		case "utterance", "batch":
+			data = append(data, m)
+		case "event":
+			events = append(events, m)
+		}
+	}
+	return data, events
+}
+
+// Issue 9, finding 1 and "Done when": an ACL denies the device's data
+// topics. mosquitto PUBACKs the denied publishes and drops them. With
+// delivery: backend nothing is lost: the entries stay, are counted as
+// unconfirmed, and once the ACL is fixed (SIGHUP) every one arrives, the
+// data lane in seq order.
+func TestACLDenialBackendDelivery(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real mosquitto")
+	}
+	const dev = "dev-acl"
+	denied := []string{
+		"user " + dev,
+		"topic read agora/v1/" + dev + "/commands",
+		"topic write agora/v1/" + dev + "/status",
+		"topic write agora/v1/" + dev + "/acks",
+		"user backend",
+		"topic readwrite agora/v1/#",
+	}
+	b := brokertest.Start(t, brokertest.WithPassword(dev, "pw-dev"), brokertest.WithPassword("backend", "pw-be"), brokertest.WithACL(denied...))
+	br := startBridge(t, b, dev, "backend", "pw-be")
+	st := newStore(t)
+	want := map[string]uint64{}
+	for _, e := range enqueueUtterances(t, st, 10, true, "before") {
+		want[e.ID] = e.Seq
+	}
+	for i := range 3 {
+		st.AppendListen(buffer.Record{Text: "listen note " + itoa(i)})
+	}
+	batch, _, err := st.FlushListen(true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want[batch.ID] = batch.Seq
+	ev, err := st.Enqueue(buffer.LaneControl, buffer.KindEvent, true, []byte(`{"event":"storage_full","detail":{"refused":1}}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	opts := testOptions(dev, b.URL())
+	opts.Username, opts.Password = dev, "pw-dev"
+	opts.Delivery, opts.AckTimeout = DeliveryBackend, 500*time.Millisecond
+	logs := &brokertest.Log{}
+	opts.Logger = slog.New(slog.NewTextHandler(logs, nil))
+	c := newClient(t, opts, st, nil)
+	runClient(t, c)
+	waitUntil(t, 10*time.Second, "online", c.Online)
+	for _, e := range enqueueUtterances(t, st, 10, false, "during") { // while denied
+		want[e.ID] = e.Seq
+	}
+	total := len(want) + 1 // + the event
+	// mosquitto 2.0 PUBACKs a denied publish and then drops a 3.1.1
+	// client: the PUBACKed entry is held, counted, and published again
+	// first on the next session; nothing behind it overtakes it.
+	waitUntil(t, 30*time.Second, "an unconfirmed entry counted", func() bool { return c.Stats().Unconfirmed > 0 })
+	time.Sleep(4 * opts.AckTimeout)
+	if data, events := br.received(t); len(data)+len(events) != 0 {
+		t.Fatalf("bridge received %d messages through a denying ACL", len(data)+len(events))
+	}
+	if n, _ := st.OutboxCount(); n != total {
+		t.Fatalf("outbox %d during the denial, want %d (nothing dropped)", n, total)
+	}
+	if n := strings.Count(logs.String(), unconfirmedHint); n != 1 {
+		t.Errorf("hint logged %d times during the denial, want once", n)
+	}
+	t.Logf("during the denial: %+v", c.Stats())
+
+	if err := b.SetACL(append(denied[:1:1], "topic readwrite agora/v1/"+dev+"/#", "user backend", "topic readwrite agora/v1/#")...); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 20*time.Second, "outbox empty after the ACL fix", func() bool { n, _ := st.OutboxCount(); return n == 0 })
+	data, events := br.received(t)
+	checkDelivery(t, data, want)
+	if len(events) == 0 || events[0].ID != ev.ID {
+		t.Errorf("event %s not delivered after the fix: %+v", ev.ID, events)
+	}
+	waitUntil(t, 5*time.Second, "unconfirmed back to 0", func() bool { return c.Stats().Unconfirmed == 0 })
+}
+
+// Issue 9, item 7: 10,000 rejected commands gave 10,000 WARN lines. The
+// limiter lets a burst through per interval and counts the rest.
+func TestRejectLogLimiter(t *testing.T) {
+	l := limiter{every: 10 * time.Second, burst: 5}
+	t0 := time.Now()
+	logged := 0
+	for i := range 10000 {
+		if ok, _ := l.allow(t0.Add(time.Duration(i) * time.Microsecond)); ok {
+			logged++
+		}
+	}
+	if logged != 5 {
+		t.Errorf("%d of 10,000 logged in 10ms, want 5", logged)
+	}
+	ok, dropped := l.allow(t0.Add(11 * time.Second))
+	if !ok || dropped != 9995 {
+		t.Errorf("next interval: allowed %v, reports %d not logged; want true, 9995", ok, dropped)
+	}
+}
+
+// A bridge that acks every entry with its own command, 400 at once, while
+// the device is still publishing: acks are confirmed beside the drain, so
+// the session never waits for a PUBACK behind a queue of acks.
+func TestDeliveryBackendAckFlood(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real mosquitto")
+	}
+	b := brokertest.Start(t)
+	br := startBridgeN(t, b, "dev-flood", 1)
+	st := newStore(t)
+	want := map[string]uint64{}
+	for _, e := range enqueueUtterances(t, st, 400, true, "flood") {
+		want[e.ID] = e.Seq
+	}
+	opts := testOptions("dev-flood", b.URL())
+	opts.Delivery, opts.AckTimeout = DeliveryBackend, 30*time.Second
+	c := newClient(t, opts, st, nil)
+	runClient(t, c)
+	waitUntil(t, 30*time.Second, "all 400 confirmed", func() bool { n, _ := st.OutboxCount(); return n == 0 })
+	data, _ := br.received(t)
+	checkDelivery(t, data, want)
+	if s := c.Stats(); s.Reconnects != 0 || s.Confirmed != 400 {
+		t.Errorf("reconnects %d confirmed %d, want 0 and 400", s.Reconnects, s.Confirmed)
+	}
+}
