@@ -132,9 +132,9 @@ func decodeLines(t *testing.T, out string) []map[string]any {
 
 func TestTranscribeFlowFake(t *testing.T) {
 	dir := t.TempDir()
-	// Two bursts: 1.0-2.0 s and 3.0-4.5 s.
-	a := writeWAV(t, filepath.Join(dir, "a.wav"), testaudio.Concat(testaudio.Silence(1000), tone(1000), testaudio.Silence(1000), tone(1500), testaudio.Silence(1000)))
-	b := writeWAV(t, filepath.Join(dir, "b.wav"), testaudio.Concat(testaudio.Silence(500), tone(800), testaudio.Silence(1000)))
+	// Two bursts, 2 s apart (longer than the 1.2 s end of turn): 1.0-2.0 s and 4.0-5.5 s.
+	a := writeWAV(t, filepath.Join(dir, "a.wav"), testaudio.Concat(testaudio.Silence(1000), tone(1000), testaudio.Silence(2000), tone(1500), testaudio.Silence(1500)))
+	b := writeWAV(t, filepath.Join(dir, "b.wav"), testaudio.Concat(testaudio.Silence(500), tone(800), testaudio.Silence(1500)))
 	notAudio := filepath.Join(dir, "notes.wav")
 	os.WriteFile(notAudio, []byte("not a wav"), 0o644)
 	missing := filepath.Join(dir, "missing.wav")
@@ -169,7 +169,7 @@ func TestTranscribeFlowFake(t *testing.T) {
 		remainder    string
 	}{
 		{a, 1000, 2000, "De bout zit los. AGORA, wat denk je?", "feedback", "wat denk je?"},
-		{a, 3000, 4500, "The flange is fine.", "", ""},
+		{a, 4000, 5500, "The flange is fine.", "", ""},
 		{b, 500, 1300, "Agora, luister maar. Volgende pijler.", "listen", "Volgende pijler."},
 	}
 	for i, w := range want {
