@@ -113,7 +113,11 @@ func Import(srcDir, out, typ string) (Imported, error) {
 		return res, err
 	}
 	res.Vocab = vocabFile
-	if len(toks) != int(h.NVocab) {
+	// CTranslate2's vocabulary files list every id; tokenizer.json stops
+	// after its added tokens (no timestamp tokens), which is enough: only
+	// the tokens before <|endoftext|> are written.
+	fromTokenizer := filepath.Base(vocabFile) == "tokenizer.json"
+	if len(toks) > int(h.NVocab) || (len(toks) < int(h.NVocab) && !fromTokenizer) {
 		return res, fmt.Errorf("vocabulary %s: %d tokens, but the model's embeddings in %s have %d: not this model's vocabulary", vocabFile, len(toks), m.path, h.NVocab)
 	}
 	eot := -1
