@@ -74,9 +74,7 @@ func Import(srcDir, out, typ string) (Imported, error) {
 	}
 	res := Imported{Path: out, Type: typ}
 	switch typ {
-	case TypeF16:
-	case TypeF32:
-	case TypeQ8_0:
+	case TypeF16, TypeF32, TypeQ8_0:
 	default:
 		return res, fmt.Errorf("import model: unknown type %q (want one of %s)", typ, strings.Join(ImportTypes, ", "))
 	}
