@@ -40,6 +40,37 @@ static int agora_full(struct whisper_context *ctx, struct whisper_full_params *p
 	return whisper_full(ctx, params, samples, n);
 }
 
+// Detects which of the languages ids[0..nids) samples are in: whisper's own
+// language detection (mel, one encoder pass, one decoder step) with the
+// choice restricted to the product's languages, so a short English command
+// cannot come back as Japanese. Returns the index into ids, or -1.
+static int agora_detect(struct whisper_context *ctx, const float *samples, int n,
+		int threads, const int *ids, int nids, float *best_p) {
+	if (whisper_pcm_to_mel(ctx, samples, n, threads) != 0) {
+		return -1;
+	}
+	int nlang = whisper_lang_max_id() + 1;
+	float *probs = malloc(sizeof(float) * nlang);
+	if (probs == NULL) {
+		return -1;
+	}
+	int best = -1;
+	if (whisper_lang_auto_detect(ctx, 0, threads, probs) >= 0) {
+		float sum = 0;
+		for (int i = 0; i < nids; i++) {
+			sum += probs[ids[i]];
+		}
+		for (int i = 0; i < nids; i++) {
+			if (best < 0 || probs[ids[i]] > probs[ids[best]]) {
+				best = i;
+			}
+		}
+		*best_p = sum > 0 ? probs[ids[best]] / sum : 0;
+	}
+	free(probs);
+	return best;
+}
+
 static void agora_set_abort(int *flag, int v) {
 	__atomic_store_n(flag, v, __ATOMIC_RELAXED);
 }
@@ -91,6 +122,23 @@ func runFull(ctx *whisper.Context, params *whisper.Params, samples []float32, ab
 		return errWhisperFull
 	}
 	return nil
+}
+
+// detectLanguage returns the index in ids of the language whisper finds most
+// likely for samples, and its probability among ids.
+func detectLanguage(ctx *whisper.Context, samples []float32, threads int, langIDs []int) (int, float64, error) {
+	ids := make([]C.int, len(langIDs))
+	for i, id := range langIDs {
+		ids[i] = C.int(id)
+	}
+	var p C.float
+	i := C.agora_detect((*C.struct_whisper_context)(unsafe.Pointer(ctx)),
+		(*C.float)(unsafe.Pointer(&samples[0])), C.int(len(samples)), C.int(threads),
+		&ids[0], C.int(len(ids)), &p)
+	if i < 0 {
+		return 0, 0, errors.New("whisper language detection failed")
+	}
+	return int(i), float64(p), nil
 }
 
 // freePrompt releases the C string the binding's SetInitialPrompt allocated.

@@ -1,8 +1,17 @@
 // Package transcribe turns utterances into text with whisper.cpp: the model
-// is loaded once, each utterance gets one whisper call with an audio context
-// sized to it, and a hallucination guard drops text whisper invents on
+// is loaded once, each utterance gets one greedy whisper call over whisper's
+// full 30 s window, and a hallucination guard drops text whisper invents on
 // silence and noise. Model files (finding, fetching, importing) are
 // transcribe/model's job.
+//
+// Measured on real weights (issue 15): an encoder window sized to the
+// utterance saves compute but breaks decoding (repetition loops, WER 34 %
+// against 12 % at the full window), and in whisper.cpp 1.9's flash-attention
+// path it also leaks the previous utterance's audio into the next one (the
+// cross-attention reads the window rounded up to 256 positions, unmasked, and
+// the encoder writes only the sized part: the rest is still the last
+// utterance's). The default initial prompt cost WER and is gone: a prompt is
+// only what the configuration asks for.
 package transcribe
 
 import (
@@ -20,34 +29,26 @@ import (
 	"github.com/ggerganov/whisper.cpp/bindings/go"
 )
 
-// DefaultInitialPrompt biases whisper toward writing the wake word the way
-// the wake rules expect it.
-const DefaultInitialPrompt = "AGORA."
-
 const (
 	sampleRate = 16000
-	// framesPerSecond is whisper's encoder resolution: 1500 positions per 30 s.
-	framesPerSecond = 50
-	// minAudioCtx keeps very short utterances from being squeezed into an
-	// encoder window far smaller than anything whisper was trained on.
-	minAudioCtx = 256
-	// audioCtxStep rounds the audio context up, so similar lengths share
-	// the same compute graph size.
-	audioCtxStep = 64
 	// minSamples: whisper_full ignores input shorter than 1 s; pad up to it.
 	minSamples = sampleRate + sampleRate/10
 )
 
+// AutoLanguages are the languages "auto" chooses among on a multilingual
+// model: the product's. Whisper's open detection labels short English
+// commands Japanese or Urdu (issue 15); restricted to these two it cannot.
+var AutoLanguages = []string{"en", "nl"}
+
 // Options configure a Transcriber.
 type Options struct {
 	ModelPath     string       // ggml whisper model file
-	Language      string       // "nl", "en" or "auto" ("" means "auto")
-	InitialPrompt string       // "" means DefaultInitialPrompt; "-" means none
+	Language      string       // "nl", "en" or "auto" ("" means "auto": detect among AutoLanguages)
+	InitialPrompt string       // text whisper sees as preceding the utterance; "" or "-" means none
 	Terms         []string     // domain terms appended to the prompt so whisper spells them as expected (config transcribe.contexts)
 	Threads       int          // whisper threads per call; 0 means all cores
 	Contexts      int          // whisper contexts (concurrent calls); 0 means 1, each holds its own copy of the model
 	SilenceRMS    float64      // below this RMS audio is not transcribed; 0 means DefaultSilenceRMS
-	FullAudioCtx  bool         // always encode 30 s (whisper's default) instead of sizing to the utterance
 	Logger        *slog.Logger // nil means slog.Default()
 }
 
@@ -69,10 +70,13 @@ type Transcriber struct {
 	lang   string // "auto" or a whisper language code
 	header ggml.WhisperHeader
 	multi  bool // multilingual model
-	pool   chan *wctx
-	all    []*wctx
-	done   chan struct{} // closed by Close
-	once   sync.Once
+	// autoIDs are whisper's ids of AutoLanguages when the language is
+	// detected per utterance (auto on a multilingual model), else nil.
+	autoIDs []int
+	pool    chan *wctx
+	all     []*wctx
+	done    chan struct{} // closed by Close
+	once    sync.Once
 }
 
 // ErrClosed is returned by Transcribe after Close.
@@ -100,10 +104,7 @@ func New(opts Options) (*Transcriber, error) {
 	if opts.SilenceRMS == 0 {
 		opts.SilenceRMS = DefaultSilenceRMS
 	}
-	switch opts.InitialPrompt {
-	case "":
-		opts.InitialPrompt = DefaultInitialPrompt
-	case "-":
+	if opts.InitialPrompt == "-" {
 		opts.InitialPrompt = ""
 	}
 	if terms := strings.Join(nonEmpty(opts.Terms), ", "); terms != "" {
@@ -132,6 +133,11 @@ func New(opts Options) (*Transcriber, error) {
 		t.pool <- w
 	}
 	t.multi = t.all[0].ctx.Whisper_is_multilingual() != 0
+	if t.lang == "auto" && t.multi {
+		for _, l := range AutoLanguages {
+			t.autoIDs = append(t.autoIDs, t.all[0].ctx.Whisper_lang_id(l))
+		}
+	}
 	t.log.Info("whisper model loaded", "model", opts.ModelPath, "language", lang,
 		"multilingual", t.multi, "contexts", opts.Contexts, "threads", opts.Threads)
 	return t, nil
@@ -214,19 +220,6 @@ func (t *Transcriber) Close() error {
 	return nil
 }
 
-// audioCtx is the encoder context for n samples: 50 frames per second,
-// rounded up, at least minAudioCtx; 0 (whisper's full 30 s) when that is
-// not smaller than the model's own context.
-func audioCtx(n, modelCtx int) int {
-	frames := (n*framesPerSecond + sampleRate - 1) / sampleRate
-	frames = (frames + audioCtxStep - 1) / audioCtxStep * audioCtxStep
-	frames = max(frames, minAudioCtx)
-	if frames >= modelCtx {
-		return 0
-	}
-	return frames
-}
-
 // Transcribe runs whisper on one utterance (16 kHz mono). Near-silent audio
 // is not sent to whisper; likely hallucinations come back with empty Text
 // and Rejected set. A cancelled ctx aborts a running whisper call.
@@ -277,8 +270,15 @@ func (t *Transcriber) Transcribe(ctx context.Context, samples []float32) (Result
 		copy(in, samples)
 	}
 	params := w.params
-	if !t.opts.FullAudioCtx {
-		params.SetAudioCtx(audioCtx(len(in), int(t.header.NAudioCtx)))
+	if len(t.autoIDs) > 0 {
+		i, _, err := detectLanguage(w.ctx, in, t.opts.Threads, t.autoIDs)
+		if err != nil {
+			return res, fmt.Errorf("transcribe %s of audio: %w", res.AudioDuration, err)
+		}
+		res.Lang = AutoLanguages[i]
+		if err := params.SetLanguage(t.autoIDs[i]); err != nil {
+			return res, fmt.Errorf("transcribe %s of audio: %w", res.AudioDuration, err)
+		}
 	}
 	w.abort.set(false)
 	fired := make(chan struct{})
@@ -311,11 +311,6 @@ func (t *Transcriber) Transcribe(ctx context.Context, samples []float32) (Result
 	}
 	if tokens > 0 {
 		res.Confidence = math.Exp(logSum / float64(tokens))
-	}
-	if t.lang == "auto" && t.multi {
-		if id := w.ctx.Whisper_full_lang_id(); id >= 0 {
-			res.Lang = whisper.Whisper_lang_str(id)
-		}
 	}
 	res.Text = strings.TrimSpace(text.String())
 	res.ProcessingTime = time.Since(start)

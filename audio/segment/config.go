@@ -15,8 +15,14 @@ type Config struct {
 	OffsetThreshold float64
 	// MinSpeech drops utterances whose speech is shorter (clicks, coughs).
 	MinSpeech time.Duration
-	// MinSilence (hangover) is the silence that ends an utterance; shorter
-	// pauses inside a sentence do not split it.
+	// MinSilence (hangover) is the silence that ends an utterance, the end
+	// of a turn; shorter pauses inside a sentence do not split it. Measured
+	// on real speech (issue 15): at 600 ms jfk's ~1.05 s pauses cut it in
+	// three ("And so my fellow Americans." / "Ask not!" / ...), so a feedback
+	// question with a pause became two backend runs and every piece paid a
+	// whole whisper call; at 1.2 s none of the 68 English reference clips is
+	// split (only a multi-speaker clip, at 1.7 s and 2.5 s gaps), for 0.6 s
+	// more latency before a question is sent.
 	MinSilence time.Duration
 	// PreRoll is audio kept before the detected onset (soft first consonants).
 	PreRoll time.Duration
@@ -48,7 +54,7 @@ func DefaultConfig() Config {
 		OnsetThreshold:  0.5,
 		OffsetThreshold: 0.35,
 		MinSpeech:       250 * time.Millisecond,
-		MinSilence:      600 * time.Millisecond,
+		MinSilence:      1200 * time.Millisecond,
 		PreRoll:         300 * time.Millisecond,
 		PostPad:         250 * time.Millisecond,
 		MaxUtterance:    30 * time.Second,

@@ -93,8 +93,16 @@ func run(t *testing.T, cfg Config, samples []float32, chunk int, base int64) ([]
 
 type span struct{ start, end int64 } // speech bounds in windows
 
+// hangover600 is DefaultConfig with the 600 ms hangover the scripted window
+// counts below are written for (19 windows of 32 ms).
+func hangover600() Config {
+	c := DefaultConfig()
+	c.MinSilence = 600 * time.Millisecond
+	return c
+}
+
 func TestSegmenter(t *testing.T) {
-	cfg := DefaultConfig()
+	cfg := hangover600()
 	tests := []struct {
 		name  string
 		parts []part
@@ -203,7 +211,7 @@ func TestGateSkipsVAD(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, f, st := run(t, DefaultConfig(), script(tt.parts...), 1600, 0)
+			_, f, st := run(t, hangover600(), script(tt.parts...), 1600, 0)
 			if f.windows > tt.maxProbed || st.Probed != int64(f.windows) {
 				t.Errorf("VAD scored %d windows (stats say %d), want at most %d", f.windows, st.Probed, tt.maxProbed)
 			}
@@ -284,7 +292,7 @@ func TestMaxLengthSplit(t *testing.T) {
 
 func TestFlushMidSpeechKeepsPartialWindow(t *testing.T) {
 	f := &fakeVAD{}
-	s, err := New(f, DefaultConfig())
+	s, err := New(f, hangover600())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -382,7 +390,7 @@ func TestConfigValidate(t *testing.T) {
 		{"MinSilence", func(c *Config) { c.MinSilence = 0 }},
 		{"PreRoll", func(c *Config) { c.PreRoll = -1 }},
 		{"PostPad", func(c *Config) { c.PostPad = -1 }},
-		{"PostPad", func(c *Config) { c.PostPad = time.Second }},
+		{"PostPad", func(c *Config) { c.PostPad = c.MinSilence + time.Millisecond }},
 		{"MaxUtterance", func(c *Config) { c.MaxUtterance = 500 * time.Millisecond }},
 		{"MaxUtterance", func(c *Config) { c.MaxUtterance = 3 * time.Second }},
 		{"SplitSearch", func(c *Config) { c.SplitSearch = 0 }},

@@ -90,7 +90,7 @@ func cmdTranscribe(ctx context.Context, args []string, stdout, stderr io.Writer,
 	vadModel := fs.String("vad-model", "", "Silero VAD model: catalog name or path (default "+strings.Join(defaultVADModels, ", then ")+")")
 	lang := fs.String("lang", "auto", "language: nl, en or auto")
 	threads := fs.Int("threads", 0, "whisper threads (0: all cores)")
-	prompt := fs.String("prompt", "", `initial prompt for whisper (default "`+transcribe.DefaultInitialPrompt+`"; "-" for none)`)
+	prompt := fs.String("prompt", "", "initial prompt for whisper (default none)")
 	verbose := fs.Bool("v", false, "log debug details (whisper's own logging included) on stderr")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: agorad transcribe [flags] FILE...\n\nWrites one JSON object per utterance on stdout.")
@@ -204,6 +204,12 @@ func transcribeFile(ctx context.Context, file string, det prober, tr utteranceTr
 		}
 		return err
 	}
+	return transcribeSamples(ctx, file, samples, det, tr, rules, enc)
+}
+
+// transcribeSamples runs 16 kHz mono samples, named file in the output,
+// through the pipeline.
+func transcribeSamples(ctx context.Context, file string, samples []float32, det prober, tr utteranceTranscriber, rules *wake.Rules, enc *json.Encoder) error {
 	det.Reset() // each file is its own stream
 	seg, err := segment.New(det, segment.DefaultConfig())
 	if err != nil {

@@ -39,7 +39,7 @@ func TestImportedModelsDecodeJFK(t *testing.T) {
 				t.Fatalf("CheckWhisper: %+v, %v; import wrote %+v", h, err, res.Header)
 			}
 			t.Logf("%s: %.1f MB, imported in %s", typ, float64(res.Bytes)/1e6, res.Duration)
-			tr, err := transcribe.New(transcribe.Options{ModelPath: out, Language: "en", InitialPrompt: "-", Threads: 2, FullAudioCtx: true})
+			tr, err := transcribe.New(transcribe.Options{ModelPath: out, Language: "en", InitialPrompt: "-", Threads: 2})
 			if err != nil {
 				t.Fatal(err)
 			}

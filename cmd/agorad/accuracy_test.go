@@ -1,0 +1,307 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"math/rand"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/agora/agorad/audio"
+	"github.com/agora/agorad/audio/testaudio"
+	"github.com/agora/agorad/audio/vad"
+	"github.com/agora/agorad/transcribe"
+	"github.com/agora/agorad/transcribe/wer"
+	"github.com/agora/agorad/wake"
+)
+
+// Accuracy on real Whisper weights (issue 15), through the pipeline of
+// `agorad transcribe` (Silero VAD segmenter, whisper, hallucination guard,
+// wake rules): the same path the daemon's utterances take. The models are
+// the ones `make models` imports; without them these tests skip, saying why.
+// Thresholds come from the figures measured for issue 15 (see the note
+// there), with a margin for the noise between runs and machines.
+
+// Thresholds, from the measured figures (issue 15's note) plus a margin.
+var (
+	maxWERTinyEn    = map[string]float64{wer.Sentences: 10, wer.Commands: 30, wer.WakeWords: 35}
+	maxWERTinyEnAll = 20.0
+	// maxLangErrors: English commands that base may label Dutch.
+	maxLangErrors = 2
+)
+
+// realRun transcribes samples through the pipeline and returns its output.
+type realRun struct {
+	tr    *transcribe.Transcriber
+	det   *vad.Detector
+	rules *wake.Rules
+	mu    sync.Mutex
+}
+
+func newRealRun(t *testing.T, model, lang string) *realRun {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("real Whisper weights: slow")
+	}
+	path := testaudio.RealModel(t, model)
+	tr, err := transcribe.New(transcribe.Options{ModelPath: path, Language: lang, Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { tr.Close() })
+	det, err := vad.Open(testaudio.Model(t, "for-tests-silero-v6.2.0-ggml.bin"), vad.Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { det.Close() })
+	rules, err := wake.New(wake.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &realRun{tr: tr, det: det, rules: rules}
+}
+
+func (r *realRun) run(t *testing.T, name string, samples []float32) []utteranceJSON {
+	t.Helper()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	if err := transcribeSamples(context.Background(), name, samples, r.det, r.tr, r.rules, enc); err != nil {
+		t.Fatalf("%s: %v", name, err)
+	}
+	var out []utteranceJSON
+	dec := json.NewDecoder(&buf)
+	for dec.More() {
+		var u utteranceJSON
+		if err := dec.Decode(&u); err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, u)
+	}
+	return out
+}
+
+func (r *realRun) file(t *testing.T, path string) []utteranceJSON {
+	t.Helper()
+	s, err := audio.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r.run(t, filepath.Base(path), s)
+}
+
+func joined(utts []utteranceJSON) string {
+	var parts []string
+	for _, u := range utts {
+		if u.Text != "" {
+			parts = append(parts, u.Text)
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+// jfk word for word, as one utterance: its ~1 s pauses do not end the turn.
+func TestRealJFK(t *testing.T) {
+	r := newRealRun(t, "tiny.en", "en")
+	utts := r.file(t, testaudio.Clip(t, "fw_jfk.wav"))
+	const want = "And so my fellow Americans, ask not what your country can do for you, ask what you can do for your country."
+	got := joined(utts)
+	if e, _ := wer.Errors(want, got); e != 0 {
+		t.Errorf("jfk: %q, want %q word for word (%d errors)", got, want, e)
+	}
+	if len(utts) != 1 {
+		t.Errorf("jfk in %d utterances, want 1 (its pauses are shorter than the end of turn)", len(utts))
+	}
+}
+
+// WER by clip group on the 68 English reference clips, tiny.en. The
+// thresholds are the measured figures plus a margin (issue 15's note).
+func TestRealWERClips(t *testing.T) {
+	r := newRealRun(t, "tiny.en", "en")
+	clips, err := wer.ReadManifest(testaudio.Clip(t, "MANIFEST.tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	hyp := map[string]string{}
+	for _, c := range wer.English(clips) {
+		hyp[c.File] = joined(r.file(t, testaudio.Clip(t, c.File)))
+	}
+	en := wer.English(clips)
+	all, groups := wer.Report(en, hyp)
+	t.Logf("tiny.en WER all %v", all)
+	for _, g := range wer.GroupNames {
+		t.Logf("  %s: %v", g, groups[g])
+	}
+	for g, max := range maxWERTinyEn {
+		if w := groups[g].WER(); w > max {
+			t.Errorf("tiny.en WER on %s %.1f %%, above the %.1f %% threshold", g, w, max)
+		}
+	}
+	if w := all.WER(); w > maxWERTinyEnAll {
+		t.Errorf("tiny.en WER on all clips %.1f %%, above the %.1f %% threshold", w, maxWERTinyEnAll)
+		for _, c := range en {
+			if e, n := wer.Errors(c.Transcript, hyp[c.File]); e > 0 {
+				t.Logf("%s: %d/%d errors: %q -> %q", c.File, e, n, c.Transcript, hyp[c.File])
+			}
+		}
+	}
+}
+
+// Dutch on the natural recordings and language detection among nl/en with
+// the multilingual base: English commands come back as English, Dutch as Dutch.
+func TestRealDutchAndLanguage(t *testing.T) {
+	r := newRealRun(t, "base", "auto")
+	for _, tc := range []struct {
+		file  string
+		words []string
+	}{
+		{"rhasspy_nl_test.wav", []string{"zet", "woonkamerlamp", "aan"}},
+		{"whisperdnl_nl_stutter.wav", []string{"makkelijk", "leggen"}},
+		{"whisperdnl_nl_laughter.wav", []string{"vertellen"}},
+	} {
+		utts := r.file(t, testaudio.Clip(t, tc.file))
+		text := strings.ToLower(joined(utts))
+		for _, u := range utts {
+			if u.Text != "" && u.Lang != "nl" {
+				t.Errorf("%s: %q labelled %q, want nl", tc.file, u.Text, u.Lang)
+			}
+		}
+		for _, w := range tc.words {
+			if !strings.Contains(text, w) {
+				t.Errorf("%s: %q lacks %q", tc.file, text, w)
+			}
+		}
+	}
+	clips, err := wer.ReadManifest(testaudio.Clip(t, "MANIFEST.tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var n, wrong int
+	for _, c := range wer.English(clips) {
+		if c.Group() != wer.Commands {
+			continue
+		}
+		for _, u := range r.file(t, testaudio.Clip(t, c.File)) {
+			n++
+			if u.Lang != "en" {
+				wrong++
+				t.Logf("%s: %q labelled %q", c.File, u.Text, u.Lang)
+			}
+		}
+	}
+	t.Logf("language: %d of %d English command utterances labelled en", n-wrong, n)
+	if wrong > maxLangErrors {
+		t.Errorf("%d of %d English commands not labelled en, want at most %d", wrong, n, maxLangErrors)
+	}
+}
+
+// wakeSentence is a spoken test of the wake rules.
+type wakeSentence struct {
+	voice, text string
+	want        wake.Action
+}
+
+// wakeSentences: "Agora" at the start, middle and end, the switch back, and
+// near-misses that must not wake the device.
+var wakeSentences = []wakeSentence{
+	{"en", "Agora, what is the fire rating of this door?", wake.Feedback},
+	{"en", "The crack in the north wall is ten millimetres wide, Agora, log it as serious.", wake.Feedback},
+	{"en", "Please record the moisture reading in the basement, Agora.", wake.Feedback},
+	{"en", "Agora.", wake.Feedback},
+	{"en", "Agora, listen.", wake.Listen},
+	{"en", "Agora listen.", wake.Listen},
+	{"nl", "Agora, wat is de brandwerendheid van deze deur?", wake.Feedback},
+	{"nl", "De scheur in de noordgevel is tien millimeter breed, Agora, noteer het als ernstig.", wake.Feedback},
+	{"nl", "Noteer de vochtmeting in de kelder, Agora.", wake.Feedback},
+	{"nl", "Agora, luister.", wake.Listen},
+	{"nl", "Agora luister.", wake.Listen},
+	{"nl", "De bewoner heeft last van agorafobie in kleine ruimtes.", wake.None},
+	{"en", "The insulation is made of angora wool.", wake.None},
+	{"en", "There was a gore a minute ago on the site.", wake.None},
+	{"en", "The pipe in the corridor is leaking.", wake.None},
+	{"nl", "De leuning van de trap zit los.", wake.None},
+}
+
+// The wake phrase on real recognition: espeak-ng sentences through the
+// pipeline with tiny.en and base. Detection and false-alarm rates are logged;
+// the English sentences must all be detected, near-misses never.
+func TestRealWakePhrases(t *testing.T) {
+	for _, m := range []struct{ model, lang string }{{"tiny.en", "en"}, {"base", "auto"}} {
+		t.Run(m.model, func(t *testing.T) {
+			r := newRealRun(t, m.model, m.lang)
+			var hits, wakes, alarms, negatives int
+			for _, s := range wakeSentences {
+				utts := r.run(t, s.text, testaudio.Concat(testaudio.Silence(500), testaudio.Speak(t, s.voice, s.text), testaudio.Silence(1500)))
+				got, text := wake.None, joined(utts)
+				for _, u := range utts {
+					if u.Wake != nil && got == wake.None {
+						got = u.Wake.Action
+					}
+				}
+				if s.want == wake.None {
+					negatives++
+				} else {
+					wakes++
+				}
+				switch {
+				case got == s.want && s.want != wake.None:
+					hits++
+				case s.want == wake.None && got != wake.None:
+					alarms++
+				}
+				t.Logf("%s %-9s %-9s %q -> %q", s.voice, s.want, got, s.text, text)
+				// English speech is intelligible to both models: every wake
+				// and every near-miss must come out right. espeak-ng's Dutch is
+				// close to unintelligible to these models (issue 15): logged.
+				if s.voice == "en" && got != s.want {
+					t.Errorf("%s: %q heard as %q: action %q, want %q", m.model, s.text, text, got, s.want)
+				}
+				if s.want == wake.None && got != wake.None {
+					t.Errorf("%s: near-miss %q heard as %q woke the device (%s)", m.model, s.text, text, got)
+				}
+			}
+			t.Logf("%s: %d of %d wake phrases detected, %d false alarms in %d near-misses", m.model, hits, wakes, alarms, negatives)
+		})
+	}
+}
+
+// The hallucination guard on real decoding: room noise, synthetic noise and
+// ten minutes of silence produce no text, through the pipeline and when fed
+// to whisper directly (past the VAD, as a loud noise burst would be).
+func TestRealNoiseNoText(t *testing.T) {
+	r := newRealRun(t, "tiny.en", "en")
+	room, err := audio.ReadFile(testaudio.Clip(t, "stp_background_noise.wav"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewSource(1))
+	white := make([]float32, 5*audio.SampleRate)
+	for i := range white {
+		white[i] = float32(rng.NormFloat64() * 0.05)
+	}
+	inputs := map[string][]float32{
+		"10 min silence": testaudio.Silence(10 * 60 * 1000),
+		"room noise":     room,
+		"white noise":    white,
+	}
+	for name, s := range inputs {
+		if text := joined(r.run(t, name, s)); text != "" {
+			t.Errorf("%s through the pipeline: %q, want no text", name, text)
+		}
+		if name == "10 min silence" {
+			continue // never reaches whisper: the gate's floor
+		}
+		res, err := r.tr.Transcribe(context.Background(), s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Text != "" {
+			t.Errorf("%s straight to whisper: %q, want no text", name, res.Text)
+		}
+		t.Logf("%s straight to whisper: rejected %q", name, res.Rejected)
+	}
+}
