@@ -74,9 +74,7 @@ func Import(srcDir, out, typ string) (Imported, error) {
 	}
 	res := Imported{Path: out, Type: typ}
 	switch typ {
-	case TypeF16:
-	case TypeF32:
-	case TypeQ8_0:
+	case TypeF16, TypeF32, TypeQ8_0:
 	default:
 		return res, fmt.Errorf("import model: unknown type %q (want one of %s)", typ, strings.Join(ImportTypes, ", "))
 	}
@@ -113,7 +111,11 @@ func Import(srcDir, out, typ string) (Imported, error) {
 		return res, err
 	}
 	res.Vocab = vocabFile
-	if len(toks) != int(h.NVocab) {
+	// CTranslate2's vocabulary files list every id; tokenizer.json stops
+	// after its added tokens (no timestamp tokens), which is enough: only
+	// the tokens before <|endoftext|> are written.
+	fromTokenizer := filepath.Base(vocabFile) == "tokenizer.json"
+	if len(toks) > int(h.NVocab) || (len(toks) < int(h.NVocab) && !fromTokenizer) {
 		return res, fmt.Errorf("vocabulary %s: %d tokens, but the model's embeddings in %s have %d: not this model's vocabulary", vocabFile, len(toks), m.path, h.NVocab)
 	}
 	eot := -1

@@ -439,4 +439,25 @@ func TestImportRealTinyEn(t *testing.T) {
 	if a.SHA256 != b.SHA256 {
 		t.Errorf("two imports differ: %s vs %s", a.SHA256, b.SHA256)
 	}
+	// The vocabulary from the Hugging Face tokenizer.json alone (as a
+	// directory without CTranslate2's vocabulary.txt has it) gives the
+	// same file.
+	only := t.TempDir()
+	if err := os.Symlink(filepath.Join(src, "model.bin"), filepath.Join(only, "model.bin")); err != nil {
+		t.Fatal(err)
+	}
+	tj, err := os.ReadFile(filepath.Join(src, "tokenizer.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(only, "tokenizer.json"), tj, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	c, err := Import(only, filepath.Join(dir, "c.bin"), TypeF16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.SHA256 != a.SHA256 || filepath.Base(c.Vocab) != "tokenizer.json" {
+		t.Errorf("import with tokenizer.json only: sha256 %s from %s, want %s (as from vocabulary.txt)", c.SHA256, c.Vocab, a.SHA256)
+	}
 }
