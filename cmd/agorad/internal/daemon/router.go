@@ -11,54 +11,6 @@ import (
 	"github.com/agora/agorad/wake"
 )
 
-// Store is what the router needs from the durable store.
-type Store interface {
-	Mode() (buffer.Mode, error)
-	SetMode(mode buffer.Mode) error
-	AppendListen(rec buffer.Record) (buffer.Record, error)
-	EnqueueUtterance(rec buffer.Record) (buffer.Entry, error)
-	FlushListen(offline bool) (buffer.Entry, int, error)
-	ListenCount() (int, error)
-	DropAudio(id string) error
-	ReleaseAudio(id string) error
-}
-
-// Matcher finds wake phrases in a transcript.
-type Matcher interface {
-	Match(text string) wake.Match
-}
-
-// Sounder plays a named earcon; it must not block on the audio device.
-type Sounder interface {
-	Play(name string)
-}
-
-// Heard is one piece of text entering the router: a transcript of an
-// utterance, a typed note (agoractl say) or another app's dictation. All
-// enter the same way, so wake phrases and modes apply to each.
-type Heard struct {
-	Text       string
-	Lang       string
-	Confidence float64
-	StartedAt  time.Time
-	Duration   time.Duration
-	Source     string // "mic", "ptt", "typed", "file:<name>", "journal"
-	AudioID    string // journal entry of the audio; released when the text is stored
-}
-
-// Outcome says what the router did with one Heard, for status, metrics and tests.
-type Outcome struct {
-	Stored     int    // notes appended to the listen buffer
-	Sent       int    // utterances queued for the backend
-	ID         string // id of the last record stored or utterance queued
-	BatchID    string // id of the flushed listen-buffer batch, "" when none
-	BatchSeq   uint64
-	BatchCount int
-	ModeBefore buffer.Mode
-	ModeAfter  buffer.Mode
-	Wake       wake.Action
-}
-
 // Router applies wake phrases and the current mode to what was heard. It is
 // the only writer of the mode, and it serialises everything it handles so
 // that a wake phrase's flush and the command after it keep their order.
