@@ -59,7 +59,8 @@ func (s *Store) openChecked() error {
 	if err != nil {
 		return fail(fmt.Errorf("open store in %s: verify values: %w", s.dir, err))
 	}
-	refuse := s.checkOrphans(orphans)
+	s.checkOrphans(orphans)
+	var refuse []damage
 	for _, d := range bad {
 		if bytes.HasPrefix([]byte(d.File), prefixOutbox) {
 			s.unreadable++
