@@ -3,45 +3,13 @@ package daemon
 import (
 	"context"
 	"errors"
-	"net"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/agora/agorad/audio"
+	"github.com/agora/agorad/cmd/agorad/internal/sdnotify/sdnotifytest"
 )
-
-// notifySocket stands in for systemd's notification socket and returns the
-// datagrams the daemon sends.
-func notifySocket(t *testing.T) <-chan string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "rdy") // short: unix socket paths are limited
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	path := filepath.Join(dir, "notify")
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	t.Setenv("NOTIFY_SOCKET", path)
-	msgs := make(chan string, 100)
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := conn.Read(buf)
-			if err != nil {
-				return
-			}
-			msgs <- string(buf[:n])
-		}
-	}()
-	return msgs
-}
 
 // waitFor returns the first datagram containing want, or fails after d;
 // every datagram seen before it is returned too.
@@ -66,7 +34,7 @@ func waitFor(msgs <-chan string, want string, d time.Duration) (seen []string, o
 // and says in its status that it runs without a microphone.
 func TestReadyMeansMicrophoneOpen(t *testing.T) {
 	t.Run("opens late", func(t *testing.T) {
-		msgs := notifySocket(t)
+		msgs := sdnotifytest.Socket(t)
 		cfg := testConfig(t, "tcp://127.0.0.1:1")
 		cfg.Input.Source = "default"
 		release := make(chan struct{})
@@ -90,7 +58,7 @@ func TestReadyMeansMicrophoneOpen(t *testing.T) {
 		}
 	})
 	t.Run("cannot open", func(t *testing.T) {
-		msgs := notifySocket(t)
+		msgs := sdnotifytest.Socket(t)
 		cfg := testConfig(t, "tcp://127.0.0.1:1")
 		cfg.Input.Source = "default"
 		o := testOptions(cfg)
@@ -112,7 +80,7 @@ func TestReadyMeansMicrophoneOpen(t *testing.T) {
 		}
 	})
 	t.Run("input none", func(t *testing.T) {
-		msgs := notifySocket(t)
+		msgs := sdnotifytest.Socket(t)
 		cfg := testConfig(t, "tcp://127.0.0.1:1")
 		cfg.Input.Source = "none"
 		startDaemon(t, testOptions(cfg))

@@ -3,7 +3,6 @@ package sdnotify
 import (
 	"context"
 	"errors"
-	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -12,38 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agora/agorad/cmd/agorad/internal/sdnotify/sdnotifytest"
 	"github.com/agora/agorad/cmd/internal/testrun"
 )
-
-// fakeSystemd listens on a unixgram socket and sets NOTIFY_SOCKET to it.
-func fakeSystemd(t *testing.T) <-chan string {
-	t.Helper()
-	dir, err := os.MkdirTemp("", "sdn")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	path := filepath.Join(dir, "notify")
-	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
-	t.Setenv("NOTIFY_SOCKET", path)
-	msgs := make(chan string, 100)
-	go func() {
-		buf := make([]byte, 4096)
-		for {
-			n, err := conn.Read(buf)
-			if err != nil {
-				close(msgs)
-				return
-			}
-			msgs <- string(buf[:n])
-		}
-	}()
-	return msgs
-}
 
 func recv(t *testing.T, msgs <-chan string) string {
 	t.Helper()
@@ -57,7 +27,7 @@ func recv(t *testing.T, msgs <-chan string) string {
 }
 
 func TestNotifications(t *testing.T) {
-	msgs := fakeSystemd(t)
+	msgs := sdnotifytest.Socket(t)
 	tests := []struct {
 		name string
 		call func() error
@@ -108,7 +78,7 @@ func TestNotifySocketMissing(t *testing.T) {
 }
 
 func TestWatchdog(t *testing.T) {
-	msgs := fakeSystemd(t)
+	msgs := sdnotifytest.Socket(t)
 	t.Setenv("WATCHDOG_USEC", "100000") // 100 ms: pings every 50 ms
 	t.Setenv("WATCHDOG_PID", strconv.Itoa(os.Getpid()))
 	var healthy atomic.Bool
