@@ -2,72 +2,12 @@ package bridge_test
 
 import (
 	"fmt"
-	"io"
-	"net"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/agora/agorad/sync/agui/aguitest"
 	"github.com/agora/agorad/sync/brokertest"
 )
-
-// cutProxy forwards TCP to target; Cut drops every connection without an
-// MQTT DISCONNECT (a device losing power or radio) and refuses new ones
-// until Restore.
-type cutProxy struct {
-	l      net.Listener
-	mu     sync.Mutex
-	conns  []net.Conn
-	closed bool
-}
-
-func newCutProxy(t *testing.T, target string) *cutProxy {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &cutProxy{l: l}
-	t.Cleanup(func() { l.Close(); p.Cut() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			p.mu.Lock()
-			up, err := net.Dial("tcp", target)
-			if p.closed || err != nil {
-				p.mu.Unlock()
-				c.Close()
-				continue
-			}
-			p.conns = append(p.conns, c, up)
-			p.mu.Unlock()
-			go func() { _, _ = io.Copy(up, c); up.Close() }()
-			go func() { _, _ = io.Copy(c, up); c.Close() }()
-		}
-	}()
-	return p
-}
-
-func (p *cutProxy) URL() string { return "tcp://" + p.l.Addr().String() }
-
-func (p *cutProxy) Cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.closed = true
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-}
-
-func (p *cutProxy) Restore() {
-	p.mu.Lock()
-	p.closed = false
-	p.mu.Unlock()
-}
 
 // The device's real uplink against nats-server's MQTT: retained status, the
 // last will when the link drops, and a reply published while the device is
@@ -81,7 +21,7 @@ func TestNATSDeviceSessionWillAndRetained(t *testing.T) {
 	fb := startFleetBridge(t, n, partitions, agent.URL, "sess-bridge")
 	defer fb.stop()
 	store := fb.js.Store()
-	proxy := newCutProxy(t, n.MQTTURL()[len("tcp://"):])
+	proxy := brokertest.NewProxy(t, n.MQTTURL()[len("tcp://"):])
 	dev := newDevice(t, "nats-dev", proxy.URL(), false)
 	waitFor(t, 15*time.Second, "online status at the bridge", func() bool {
 		ds, _ := store.Device("nats-dev")

@@ -4,9 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"log/slog"
-	"net"
 	"sync"
 	"testing"
 	"time"
@@ -173,67 +171,4 @@ func checkDelivery(t testing.TB, got []wireMsg, want map[string]uint64) {
 		t.Errorf("%d of %d entries missing", missing, len(want))
 	}
 	t.Logf("%d messages received, %d distinct, %d duplicates", len(got), len(seen), dups)
-}
-
-// proxy is a TCP forwarder whose connections can be cut abruptly (no MQTT
-// DISCONNECT), as when a device loses power or radio.
-type proxy struct {
-	l      net.Listener
-	target string
-	mu     sync.Mutex
-	conns  []net.Conn
-	closed bool
-}
-
-func newProxy(t testing.TB, target string) *proxy {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := &proxy{l: l, target: target}
-	t.Cleanup(func() { l.Close(); p.Cut() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			p.mu.Lock()
-			if p.closed {
-				p.mu.Unlock()
-				c.Close()
-				continue
-			}
-			up, err := net.Dial("tcp", target)
-			if err != nil {
-				p.mu.Unlock()
-				c.Close()
-				continue
-			}
-			p.conns = append(p.conns, c, up)
-			p.mu.Unlock()
-			go func() { _, _ = io.Copy(up, c); up.Close() }()
-			go func() { _, _ = io.Copy(c, up); c.Close() }()
-		}
-	}()
-	return p
-}
-
-func (p *proxy) URL() string { return "tcp://" + p.l.Addr().String() }
-
-// Cut closes every connection and refuses new ones until Restore.
-func (p *proxy) Cut() {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	p.closed = true
-	for _, c := range p.conns {
-		c.Close()
-	}
-	p.conns = nil
-}
-
-func (p *proxy) Restore() {
-	p.mu.Lock()
-	p.closed = false
-	p.mu.Unlock()
 }

@@ -336,7 +336,7 @@ func TestStatusAndLastWill(t *testing.T) {
 		t.Skip("real mosquitto")
 	}
 	b := brokertest.Start(t)
-	p := newProxy(t, b.Addr())
+	p := brokertest.NewProxy(t, b.Addr())
 	st := newStore(t)
 	enqueueUtterances(t, st, 2, true, "x")
 	// early sees each status as it is published, so the late subscriber
