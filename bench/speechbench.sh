@@ -18,7 +18,9 @@
 #
 #   MODELS   tiny.en base (default both, in this order)
 #   SYSTEMS  agorad-f16 agorad-q8_0 whisper-cli fw-int8 fw-float32 (default)
-#            also: whisper-cli-q8_0, whisper-cli-defaults (beam 5 + fallback)
+#            also: whisper-cli-q8_0, whisper-cli-defaults (beam 5 + fallback),
+#            agorad-f16-unpacked, agorad-q8_0-unpacked (--pack=false: one
+#            whisper call per utterance, as before utterance packing)
 #            whisper-cli is greedy as in issue 15: -bs 1 -nf -mc 0.
 #   INPUTS   jfk clips 10min hour (default all)
 #   LONG     0 drops the hour (the slowest input: whisper-cli encodes all
@@ -122,8 +124,10 @@ run() {
   local model=$1 sys=$2 in=$3 hyp=$work/hyp-$1-$2-$3.tsv
   local wav=$work/$in.wav
   case $sys in
-    agorad-f16|agorad-q8_0)
-      measure "$model" "$sys" "$in" "$AGORAD" transcribe --model "$(weights "$model" "${sys#agorad-}")" --vad-model "$VAD" \
+    agorad-f16|agorad-q8_0|agorad-f16-unpacked|agorad-q8_0-unpacked)
+      local type=${sys#agorad-} pack=(); type=${type%-unpacked}
+      case $sys in *-unpacked) pack=(--pack=false) ;; esac
+      measure "$model" "$sys" "$in" "$AGORAD" transcribe "${pack[@]}" --model "$(weights "$model" "$type")" --vad-model "$VAD" \
         --threads "$THREADS" --lang en "$wav" || return 0
       jq -r '[.file, .text] | @tsv' "$work/stdout" >"$hyp" ;;
     whisper-cli*)
@@ -191,7 +195,8 @@ done_models=()
 for model in $MODELS; do
   for sys in $SYSTEMS; do
     case $sys in agorad-*) # the load-only run: model + VAD load, 1 s of silence
-      measure "$model" "$sys" load "$AGORAD" transcribe --model "$(weights "$model" "${sys#agorad-}")" --vad-model "$VAD" \
+      type=${sys#agorad-}; type=${type%-unpacked}
+      measure "$model" "$sys" load "$AGORAD" transcribe --model "$(weights "$model" "$type")" --vad-model "$VAD" \
         --threads "$THREADS" --lang en "$work/sil1.wav" || true ;;
     esac
   done
