@@ -1,0 +1,302 @@
+package transcribe
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// Packing (issue 15): every whisper call pays a full 30 s encoder pass, so
+// utterances that are waiting together (a file, a backlog in the daemon) go
+// through whisper several at a time: joined with PackGap of silence into one
+// window of at most PackWindow, decoded by one call, and the text split back
+// by whisper's timestamps. Each utterance keeps its own Result.
+const (
+	// PackGap is the silence between packed utterances: long enough that
+	// whisper ends a segment there and the split has a margin for its
+	// timestamps, short enough to fit many utterances in a window.
+	PackGap = 1000 * time.Millisecond
+	// PackWindow bounds a packed window (utterances and gaps). Whisper's
+	// window is 30 s; the margin keeps the last utterance's closing
+	// timestamp inside it so whisper does not open a second window.
+	PackWindow = 29 * time.Second
+	// packLangConfidence: with language detection (auto on a multilingual
+	// model) a packed window whose language is less sure than this among
+	// AutoLanguages (a mixed window, say) is transcribed utterance by
+	// utterance, each with its own detection.
+	packLangConfidence = 0.9
+)
+
+// csPerSecond: whisper's timestamps are in centiseconds.
+const csPerSecond = 100
+
+// token is one text token whisper decoded; t0 and t1 are whisper's token
+// timestamps in centiseconds (-1 when it has none).
+type token struct {
+	text   string
+	p      float64
+	t0, t1 int64
+}
+
+// segment is one of whisper's segments: [t0, t1) in centiseconds from the
+// start of the call's audio, its text and its text tokens.
+type segment struct {
+	t0, t1 int64
+	text   string
+	tokens []token
+}
+
+// piece is the text gathered for one utterance and its tokens' probabilities.
+type piece struct {
+	text   strings.Builder
+	logSum float64
+	tokens int
+}
+
+func (p *piece) addSegment(s segment) {
+	p.text.WriteString(s.text)
+	p.addTokens(s.tokens)
+}
+
+func (p *piece) addTokens(toks []token) {
+	for _, t := range toks {
+		p.logSum += math.Log(max(t.p, 1e-9))
+		p.tokens++
+	}
+}
+
+// result is the piece's text and confidence (geometric mean of its tokens'
+// probabilities, 0 without tokens).
+func (p *piece) result() (string, float64) {
+	conf := 0.0
+	if p.tokens > 0 {
+		conf = math.Exp(p.logSum / float64(p.tokens))
+	}
+	return strings.Join(strings.Fields(p.text.String()), " "), conf
+}
+
+// span is where one utterance lies in a packed window, in centiseconds.
+type span struct{ from, to int64 }
+
+// packs groups consecutive utterances of the given lengths (samples) into
+// windows of at most limit samples with gap samples between utterances;
+// an utterance longer than the window is a group of its own. It returns
+// [start, end) index ranges covering lengths in order.
+func packs(lengths []int, gap, limit int) [][2]int {
+	var out [][2]int
+	for i := 0; i < len(lengths); {
+		j, total := i+1, lengths[i]
+		for j < len(lengths) && total+gap+lengths[j] <= limit {
+			total += gap + lengths[j]
+			j++
+		}
+		out = append(out, [2]int{i, j})
+		i = j
+	}
+	return out
+}
+
+// split gives each span the text whisper decoded for it. The spans'
+// regions meet halfway across each gap. Whisper ends a segment at a pause,
+// so a segment normally belongs to one utterance, but its timestamps drift
+// (measured: a segment ending 1.5 s after its utterance, into the next
+// one's region): a segment goes whole to the region it overlaps most, unless
+// other regions hold more than a third of it (whisper ran short utterances
+// into one segment). Then it is split word by word, a word going
+// to the region its first token starts in.
+func split(segs []segment, spans []span) []piece {
+	pieces := make([]piece, len(spans))
+	if len(spans) == 0 {
+		return pieces
+	}
+	// bound[i] is where region i ends and region i+1 begins.
+	bound := make([]int64, len(spans)-1)
+	for i := range bound {
+		bound[i] = (spans[i].to + spans[i+1].from) / 2
+	}
+	region := func(t int64) int {
+		for i, b := range bound {
+			if t < b {
+				return i
+			}
+		}
+		return len(spans) - 1
+	}
+	for _, s := range segs {
+		best, bestOv := region(s.t0), int64(0)
+		for i := range spans {
+			lo, hi := int64(math.MinInt64), int64(math.MaxInt64)
+			if i > 0 {
+				lo = bound[i-1]
+			}
+			if i < len(bound) {
+				hi = bound[i]
+			}
+			ov := min(hi, s.t1) - max(lo, s.t0)
+			if ov > bestOv {
+				best, bestOv = i, ov
+			}
+		}
+		ws := words(s.tokens)
+		if 3*bestOv >= 2*(s.t1-s.t0) || len(ws) < 2 {
+			pieces[best].addSegment(s)
+			continue
+		}
+		for _, w := range ws {
+			at := w[0].t0
+			if at < 0 { // no token timestamps
+				at = s.t0
+			}
+			p := &pieces[region(at)]
+			for _, t := range w {
+				p.text.WriteString(t.text)
+			}
+			p.addTokens(w)
+		}
+	}
+	return pieces
+}
+
+// words groups tokens into words: a word starts at a token that begins with
+// a space (whisper's tokenizer marks word starts so), or at the first token.
+func words(toks []token) [][]token {
+	var out [][]token
+	for i, t := range toks {
+		if i == 0 || strings.HasPrefix(t.text, " ") {
+			out = append(out, nil)
+		}
+		out[len(out)-1] = append(out[len(out)-1], t)
+	}
+	return out
+}
+
+// TranscribeBatch transcribes utterances that are waiting together, in
+// order, packing consecutive ones into shared whisper windows (PackGap,
+// PackWindow): one whisper call per window instead of one per utterance.
+// Each utterance gets its own Result, as Transcribe would give it: its own
+// text, confidence, language, guard verdict, and a share of the window's
+// processing time in proportion to its audio. On an error it returns the
+// results of the utterances before the one that failed, and the error.
+func (t *Transcriber) TranscribeBatch(ctx context.Context, utts [][]float32) ([]Result, error) {
+	results := make([]Result, len(utts))
+	var live []int // utterances whisper gets: not near-silent
+	for i, u := range utts {
+		for k, v := range u {
+			if f := float64(v); math.IsNaN(f) || math.IsInf(f, 0) {
+				return nil, fmt.Errorf("transcribe: utterance %d of %d: sample %d of %d is %v: refusing corrupt audio", i+1, len(utts), k, len(u), v)
+			}
+		}
+		if rms(u) < t.opts.SilenceRMS {
+			// Transcribe gives the near-silent verdict without calling whisper.
+			r, err := t.Transcribe(ctx, u)
+			if err != nil {
+				return results[:i], err
+			}
+			results[i] = r
+			continue
+		}
+		live = append(live, i)
+	}
+	lengths := make([]int, len(live))
+	for k, i := range live {
+		lengths[k] = len(utts[i])
+	}
+	gap, limit := samplesOf(PackGap), samplesOf(PackWindow)
+	for _, g := range packs(lengths, gap, limit) {
+		idx := live[g[0]:g[1]]
+		var err error
+		if len(idx) == 1 {
+			results[idx[0]], err = t.Transcribe(ctx, utts[idx[0]])
+		} else {
+			err = t.transcribePack(ctx, utts, idx, results)
+		}
+		if err != nil {
+			return results[:idx[0]], err
+		}
+	}
+	return results, nil
+}
+
+func samplesOf(d time.Duration) int { return int(d * sampleRate / time.Second) }
+
+// transcribePack runs utterances idx of utts through one whisper call and
+// fills their results.
+func (t *Transcriber) transcribePack(ctx context.Context, utts [][]float32, idx []int, results []Result) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	gap := samplesOf(PackGap)
+	var in []float32
+	spans := make([]span, len(idx))
+	var audio int
+	for k, i := range idx {
+		if k > 0 {
+			in = append(in, make([]float32, gap)...)
+		}
+		spans[k] = span{from: int64(len(in)) * csPerSecond / sampleRate}
+		in = append(in, utts[i]...)
+		spans[k].to = int64(len(in)) * csPerSecond / sampleRate
+		audio += len(utts[i])
+	}
+	window := time.Duration(len(in)) * time.Second / sampleRate
+	w, err := t.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	params := w.params
+	params.SetTokenTimestamps(true) // for segments that straddle a gap
+	lang := t.lang
+	if t.lang == "auto" {
+		lang = "en"
+		if t.multi {
+			lang = ""
+		}
+	}
+	if len(t.autoIDs) > 0 {
+		i, p, err := detectLanguage(w.ctx, in, t.opts.Threads, t.autoIDs)
+		if err != nil {
+			t.release(w)
+			return fmt.Errorf("transcribe %d utterances packed in %s: %w", len(idx), window, err)
+		}
+		if p < packLangConfidence {
+			// Mixed or unclear: each utterance detects its own language.
+			t.release(w)
+			t.log.Debug("packed window's language unclear; transcribing its utterances one by one", "lang", AutoLanguages[i], "p", p, "utterances", len(idx))
+			for _, i := range idx {
+				r, err := t.Transcribe(ctx, utts[i])
+				if err != nil {
+					return err
+				}
+				results[i] = r
+			}
+			return nil
+		}
+		lang = AutoLanguages[i]
+		if err := params.SetLanguage(t.autoIDs[i]); err != nil {
+			t.release(w)
+			return fmt.Errorf("transcribe %d utterances packed in %s: %w", len(idx), window, err)
+		}
+	}
+	segs, err := t.decode(ctx, w, &params, in)
+	t.release(w)
+	if err != nil {
+		return fmt.Errorf("transcribe %d utterances packed in %s: %w", len(idx), window, err)
+	}
+	took := time.Since(start)
+	pieces := split(segs, spans)
+	for k, i := range idx {
+		r := Result{Lang: lang, AudioDuration: time.Duration(len(utts[i])) * time.Second / sampleRate,
+			ProcessingTime: took * time.Duration(len(utts[i])) / time.Duration(audio)}
+		r.Text, r.Confidence = pieces[k].result()
+		if why := guard(r.Text, r.Confidence, r.AudioDuration); why != "" {
+			t.log.Debug("transcript rejected", "text", r.Text, "reason", why)
+			r.Text, r.Rejected = "", why
+		}
+		results[i] = r
+	}
+	t.log.Debug("packed whisper call", "utterances", len(idx), "window", window, "took", took)
+	return nil
+}
