@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"math/rand"
 	"path/filepath"
 	"strings"
@@ -32,6 +33,9 @@ var (
 	// weights 6.3 / 25.5 / 25.0 / 13.5 %.
 	maxWERTinyEn    = map[string]float64{wer.Sentences: 9, wer.Commands: 30, wer.WakeWords: 26}
 	maxWERTinyEnAll = 16.5
+	// maxPackedWERLoss: points of WER packing the 68 clips' utterances into
+	// shared whisper windows may cost against one call per utterance.
+	maxPackedWERLoss = 1.0
 	// maxLangErrors: English commands (of 33) that base may label Dutch.
 	// Measured on 8 of them (the shortest): 0; the Dutch recordings: 3 of 3
 	// nl. Open detection labelled short English clips ja/ur/ru/hi.
@@ -102,6 +106,25 @@ func (r *realRun) file(t *testing.T, path string) []utteranceJSON {
 	return r.run(t, filepath.Base(path), s)
 }
 
+// recordingTranscriber keeps the utterances the segmenter gives it.
+type recordingTranscriber struct{ utts [][]float32 }
+
+func (r *recordingTranscriber) Transcribe(ctx context.Context, s []float32) (transcribe.Result, error) {
+	r.utts = append(r.utts, s)
+	return transcribe.Result{}, nil
+}
+
+func (r *recordingTranscriber) Close() error { return nil }
+
+func readClip(t *testing.T, name string) []float32 {
+	t.Helper()
+	s, err := audio.ReadFile(testaudio.Clip(t, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 func joined(utts []utteranceJSON) string {
 	var parts []string
 	for _, u := range utts {
@@ -141,6 +164,44 @@ func TestRealWERClips(t *testing.T) {
 	en := wer.English(clips)
 	all, groups := wer.Report(en, hyp)
 	t.Logf("tiny.en WER all %v", all)
+	// The same utterances packed across clips into shared windows (as a
+	// backlog in the daemon or a long file): each clip's text comes from the
+	// split of a window it shares with its neighbours.
+	var utts [][]float32
+	var owner []string
+	for _, c := range en {
+		rec := &recordingTranscriber{}
+		if err := transcribeSamples(context.Background(), c.File, readClip(t, c.File), r.det, rec, r.rules, json.NewEncoder(io.Discard)); err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range rec.utts {
+			utts = append(utts, u)
+			owner = append(owner, c.File)
+		}
+	}
+	res, err := r.tr.TranscribeBatch(context.Background(), utts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	packedHyp := map[string]string{}
+	for i, x := range res {
+		if x.Text != "" {
+			packedHyp[owner[i]] = strings.TrimSpace(packedHyp[owner[i]] + " " + x.Text)
+		}
+	}
+	packed, packedGroups := wer.Report(en, packedHyp)
+	t.Logf("tiny.en WER packed (%d utterances) %v", len(utts), packed)
+	for _, g := range wer.GroupNames {
+		t.Logf("  %s: %v", g, packedGroups[g])
+	}
+	for _, c := range en {
+		if packedHyp[c.File] != hyp[c.File] {
+			t.Logf("%s: packed %q, alone %q", c.File, packedHyp[c.File], hyp[c.File])
+		}
+	}
+	if packed.WER() > all.WER()+maxPackedWERLoss {
+		t.Errorf("packed WER %.1f %%, one call per utterance %.1f %%: packing costs more than %.1f points", packed.WER(), all.WER(), maxPackedWERLoss)
+	}
 	for _, g := range wer.GroupNames {
 		t.Logf("  %s: %v", g, groups[g])
 	}
