@@ -475,3 +475,42 @@ func TestRealPacked(t *testing.T) {
 		t.Errorf("text crossed between packed utterances: %q / %q", got[0].Text, got[2].Text)
 	}
 }
+
+// Language "auto" on the multilingual base with packing: a window's language
+// is detected once; a window whose language is unclear (mixed Dutch and
+// English) goes utterance by utterance. Either way every utterance must come
+// back in its own language.
+func TestRealPackedLanguage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real whisper weights: slow")
+	}
+	tr := newTranscriber(t, Options{ModelPath: testaudio.RealModel(t, "base"), Language: "auto", Threads: 2})
+	for _, tc := range []struct {
+		name  string
+		clips []string
+		langs []string
+	}{
+		{"dutch", []string{"rhasspy_nl_test.wav", "whisperdnl_nl_stutter.wav", "whisperdnl_nl_laughter.wav"}, []string{"nl", "nl", "nl"}},
+		{"english", []string{"stp_en_next.wav", "stp_en_what_time_is_it.wav", "stp_en_cancel_timer.wav"}, []string{"en", "en", "en"}},
+		{"mixed", []string{"rhasspy_nl_test.wav", "stp_en_lock_the_front_door.wav", "whisperdnl_nl_stutter.wav", "stp_en_what_time_is_it.wav"}, []string{"nl", "en", "nl", "en"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var utts [][]float32
+			for _, c := range tc.clips {
+				utts = append(utts, readWAV16(t, testaudio.Clip(t, c)))
+			}
+			start := time.Now()
+			got, err := tr.TranscribeBatch(context.Background(), utts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: %s", tc.name, time.Since(start))
+			for i, r := range got {
+				t.Logf("  %s: %s %q (%.2f)", tc.clips[i], r.Lang, r.Text, r.Confidence)
+				if r.Lang != tc.langs[i] {
+					t.Errorf("%s packed with %v: labelled %q, want %q", tc.clips[i], tc.clips, r.Lang, tc.langs[i])
+				}
+			}
+		})
+	}
+}
