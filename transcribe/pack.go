@@ -144,19 +144,84 @@ func split(segs []segment, spans []span) []piece {
 			pieces[best].addSegment(s)
 			continue
 		}
-		for _, w := range ws {
+		regs := make([]int, len(ws))
+		for k, w := range ws {
 			at := w[0].t0
 			if at < 0 { // no token timestamps
 				at = s.t0
 			}
-			p := &pieces[region(at)]
-			for _, t := range w {
-				p.text.WriteString(t.text)
+			regs[k] = region(at)
+		}
+		for k, group := range snapToSentences(ws, regs) {
+			p := &pieces[k]
+			for _, w := range group {
+				for _, t := range w {
+					p.text.WriteString(t.text)
+				}
+				p.addTokens(w)
 			}
-			p.addTokens(w)
 		}
 	}
 	return pieces
+}
+
+// sentenceSnap is how many words a cut between utterances may move to fall
+// after a sentence's end.
+const sentenceSnap = 3
+
+// snapToSentences turns the regions token timestamps gave the words of one
+// segment into word groups per region. Token timestamps are rough (measured:
+// "Next. What time | is it?" over two utterances), and whisper ends an
+// utterance's text with its punctuation, so each cut moves to the nearest
+// sentence end within sentenceSnap words. Cuts stay in order; a word's
+// region never goes back.
+func snapToSentences(ws [][]token, regs []int) map[int][][]token {
+	// cuts[k] is the index of the first word of region changes, in order.
+	type cut struct{ at, region int }
+	var cuts []cut
+	cur := regs[0]
+	for k := 1; k < len(ws); k++ {
+		if regs[k] > cur {
+			cur = regs[k]
+			cuts = append(cuts, cut{k, cur})
+		}
+	}
+	prev := 0
+	for i := range cuts {
+		best, dist := cuts[i].at, sentenceSnap+1
+		for k := max(prev+1, cuts[i].at-sentenceSnap); k <= min(len(ws)-1, cuts[i].at+sentenceSnap); k++ {
+			if endsSentence(ws[k-1]) && abs(k-cuts[i].at) < dist {
+				best, dist = k, abs(k-cuts[i].at)
+			}
+		}
+		if i+1 < len(cuts) && best >= cuts[i+1].at {
+			best = cuts[i].at
+		}
+		cuts[i].at, prev = best, best
+	}
+	out := map[int][][]token{}
+	reg, next := regs[0], 0
+	for k, w := range ws {
+		for next < len(cuts) && k >= cuts[next].at {
+			reg = cuts[next].region
+			next++
+		}
+		out[reg] = append(out[reg], w)
+	}
+	return out
+}
+
+func abs(x int) int {
+	if x < 0 {
+		return -x
+	}
+	return x
+}
+
+// endsSentence: the word ends with sentence punctuation.
+func endsSentence(w []token) bool {
+	t := strings.TrimSpace(w[len(w)-1].text)
+	return strings.HasSuffix(t, ".") || strings.HasSuffix(t, "?") || strings.HasSuffix(t, "!")
 }
 
 // words groups tokens into words: a word starts at a token that begins with

@@ -74,6 +74,18 @@ func TestSplit(t *testing.T) {
 		{"a segment over two short utterances is split by word time", []segment{
 			seg(0, 590, "next.@10", "pause@410", "timer.@450"), seg(700, 900, "three@700"),
 		}, []string{"next.", "pause timer.", "three"}},
+		{"rough token times: the cut moves to the sentence end (measured on base)", []segment{
+			seg(0, 590, "Next.@10", "What@100", "time@200", "is@410", "it?@450"), seg(700, 900, "three@700"),
+		}, []string{"Next.", "What time is it?", "three"}},
+		{"early token times, cut moved on", []segment{
+			seg(0, 590, "Go@10", "on.@360", "Stop.@420"),
+		}, []string{"Go on.", "Stop.", ""}},
+		{"no sentence end near: token times decide", []segment{
+			seg(0, 590, "one@10", "two@100", "three@200", "four@300", "five@410", "six@450"),
+		}, []string{"one two three four", "five six", ""}},
+		{"token times going back do not reorder", []segment{
+			seg(0, 590, "a@10", "b@420", "c@100", "d@450"),
+		}, []string{"a", "b c d", ""}},
 		{"a segment over all three", []segment{
 			seg(0, 900, "a@0", "b@100", "c@420", "d@710", "e@800"),
 		}, []string{"a b", "c", "d e"}},
