@@ -22,11 +22,6 @@ const (
 	// window is 30 s; the margin keeps the last utterance's closing
 	// timestamp inside it so whisper does not open a second window.
 	PackWindow = 29 * time.Second
-	// packLangConfidence: with language detection (auto on a multilingual
-	// model) a packed window whose language is less sure than this among
-	// AutoLanguages (a mixed window, say) is transcribed utterance by
-	// utterance, each with its own detection.
-	packLangConfidence = 0.9
 )
 
 // csPerSecond: whisper's timestamps are in centiseconds.
@@ -268,27 +263,83 @@ func (t *Transcriber) TranscribeBatch(ctx context.Context, utts [][]float32) ([]
 	for k, i := range live {
 		lengths[k] = len(utts[i])
 	}
-	gap, limit := samplesOf(PackGap), samplesOf(PackWindow)
-	for _, g := range packs(lengths, gap, limit) {
-		idx := live[g[0]:g[1]]
-		var err error
-		if len(idx) == 1 {
-			results[idx[0]], err = t.Transcribe(ctx, utts[idx[0]])
-		} else {
-			err = t.transcribePack(ctx, utts, idx, results)
-		}
-		if err != nil {
-			return results[:idx[0]], err
+	// Language "auto" on a multilingual model: whisper decodes a window in
+	// one language, and a window's detection follows its majority (measured
+	// on base: two English commands packed with two Dutch recordings came
+	// back as Dutch, "Wat tijd is dat?"). So each utterance gets its own
+	// detection, as unpacked, and only runs of one language share windows.
+	langs := make([]int, len(live)) // index into AutoLanguages; -1: the fixed language
+	detecting := make([]time.Duration, len(utts))
+	for k, i := range live {
+		langs[k] = -1
+		if len(t.autoIDs) > 0 {
+			start := time.Now()
+			l, err := t.detect(ctx, utts[i])
+			if err != nil {
+				return results[:i], err
+			}
+			langs[k], detecting[i] = l, time.Since(start)
 		}
 	}
+	gap, limit := samplesOf(PackGap), samplesOf(PackWindow)
+	for from := 0; from < len(live); {
+		to := from + 1
+		for to < len(live) && langs[to] == langs[from] {
+			to++
+		}
+		for _, g := range packs(lengths[from:to], gap, limit) {
+			idx := live[from+g[0] : from+g[1]]
+			var err error
+			if len(idx) == 1 && langs[from] < 0 {
+				results[idx[0]], err = t.Transcribe(ctx, utts[idx[0]])
+			} else {
+				err = t.transcribePack(ctx, utts, idx, langs[from], results)
+			}
+			if err != nil {
+				return results[:idx[0]], err
+			}
+		}
+		from = to
+	}
+	for i := range results {
+		results[i].ProcessingTime += detecting[i]
+	}
 	return results, nil
+}
+
+// detect returns the index in AutoLanguages of samples' language.
+func (t *Transcriber) detect(ctx context.Context, samples []float32) (int, error) {
+	if t.detectLang != nil {
+		return t.detectLang(samples), nil
+	}
+	w, err := t.acquire(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer t.release(w)
+	i, _, err := detectLanguage(w.ctx, padded(samples), t.opts.Threads, t.autoIDs)
+	if err != nil {
+		return 0, fmt.Errorf("detect the language of %s of audio: %w", time.Duration(len(samples))*time.Second/sampleRate, err)
+	}
+	return i, nil
+}
+
+// padded is samples padded with silence to what whisper_full accepts.
+func padded(samples []float32) []float32 {
+	if len(samples) >= minSamples {
+		return samples
+	}
+	in := make([]float32, minSamples)
+	copy(in, samples)
+	return in
 }
 
 func samplesOf(d time.Duration) int { return int(d * sampleRate / time.Second) }
 
 // transcribePack runs utterances idx of utts through one whisper call and
-// fills their results.
-func (t *Transcriber) transcribePack(ctx context.Context, utts [][]float32, idx []int, results []Result) error {
+// fills their results. lang is the index in AutoLanguages of their language
+// (detected), or -1 for the configured one.
+func (t *Transcriber) transcribePack(ctx context.Context, utts [][]float32, idx []int, lang int, results []Result) error {
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -313,39 +364,18 @@ func (t *Transcriber) transcribePack(ctx context.Context, utts [][]float32, idx 
 	start := time.Now()
 	params := w.params
 	params.SetTokenTimestamps(true) // for segments that straddle a gap
-	lang := t.lang
-	if t.lang == "auto" {
-		lang = "en"
-		if t.multi {
-			lang = ""
-		}
+	name := t.lang
+	if t.lang == "auto" && !t.multi {
+		name = "en"
 	}
-	if len(t.autoIDs) > 0 {
-		i, p, err := detectLanguage(w.ctx, in, t.opts.Threads, t.autoIDs)
-		if err != nil {
-			t.release(w)
-			return fmt.Errorf("transcribe %d utterances packed in %s: %w", len(idx), window, err)
-		}
-		if p < packLangConfidence {
-			// Mixed or unclear: each utterance detects its own language.
-			t.release(w)
-			t.log.Debug("packed window's language unclear; transcribing its utterances one by one", "lang", AutoLanguages[i], "p", p, "utterances", len(idx))
-			for _, i := range idx {
-				r, err := t.Transcribe(ctx, utts[i])
-				if err != nil {
-					return err
-				}
-				results[i] = r
-			}
-			return nil
-		}
-		lang = AutoLanguages[i]
-		if err := params.SetLanguage(t.autoIDs[i]); err != nil {
+	if lang >= 0 {
+		name = AutoLanguages[lang]
+		if err := params.SetLanguage(t.autoIDs[lang]); err != nil {
 			t.release(w)
 			return fmt.Errorf("transcribe %d utterances packed in %s: %w", len(idx), window, err)
 		}
 	}
-	segs, err := t.decode(ctx, w, &params, in)
+	segs, err := t.decode(ctx, w, &params, padded(in))
 	t.release(w)
 	if err != nil {
 		return fmt.Errorf("transcribe %d utterances packed in %s: %w", len(idx), window, err)
@@ -353,7 +383,7 @@ func (t *Transcriber) transcribePack(ctx context.Context, utts [][]float32, idx 
 	took := time.Since(start)
 	pieces := split(segs, spans)
 	for k, i := range idx {
-		r := Result{Lang: lang, AudioDuration: time.Duration(len(utts[i])) * time.Second / sampleRate,
+		r := Result{Lang: name, AudioDuration: time.Duration(len(utts[i])) * time.Second / sampleRate,
 			ProcessingTime: took * time.Duration(len(utts[i])) / time.Duration(audio)}
 		r.Text, r.Confidence = pieces[k].result()
 		if why := guard(r.Text, r.Confidence, r.AudioDuration); why != "" {

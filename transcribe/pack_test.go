@@ -280,3 +280,34 @@ func TestTranscribeBatchErrors(t *testing.T) {
 }
 
 func nan() float64 { var z float64; return z / z }
+
+// TestTranscribeBatchLanguages: with language detection each utterance is
+// detected on its own and only runs of one language share a window (a
+// window's detection follows its majority: English commands packed with
+// Dutch speech came back Dutch on base).
+func TestTranscribeBatchLanguages(t *testing.T) {
+	f := &fakeWhisper{}
+	tr := fakeTranscriber(f)
+	tr.lang, tr.multi, tr.autoIDs = "auto", true, []int{0, 1}
+	tr.detectLang = func(s []float32) int { // utterances 1..: odd levels are Dutch
+		return int(s[0]*10+0.5) % 2
+	}
+	got, err := tr.TranscribeBatch(context.Background(), [][]float32{
+		utt(2, time.Second), utt(4, time.Second), utt(3, time.Second), utt(6, time.Second), utt(8, time.Second)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var langs, texts []string
+	for _, r := range got {
+		langs, texts = append(langs, r.Lang), append(texts, r.Text)
+	}
+	if want := []string{"en", "en", "nl", "en", "en"}; !reflect.DeepEqual(langs, want) {
+		t.Errorf("languages %q, want %q", langs, want)
+	}
+	if want := []string{"two.", "four.", "three.", "six.", "eight."}; !reflect.DeepEqual(texts, want) {
+		t.Errorf("texts %q, want %q", texts, want)
+	}
+	if len(f.calls) != 3 {
+		t.Errorf("%d whisper calls, want 3 (en en | nl | en en)", len(f.calls))
+	}
+}

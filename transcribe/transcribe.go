@@ -80,11 +80,13 @@ type Transcriber struct {
 	// detected per utterance (auto on a multilingual model), else nil.
 	autoIDs []int
 	// run replaces the whisper call in unit tests of the packing; nil in use.
-	run  func(ctx context.Context, params *whisper.Params, in []float32) ([]segment, error)
-	pool chan *wctx
-	all  []*wctx
-	done chan struct{} // closed by Close
-	once sync.Once
+	run func(ctx context.Context, params *whisper.Params, in []float32) ([]segment, error)
+	// detectLang replaces the language detection in those tests.
+	detectLang func(samples []float32) int
+	pool       chan *wctx
+	all        []*wctx
+	done       chan struct{} // closed by Close
+	once       sync.Once
 }
 
 // ErrClosed is returned by Transcribe after Close.
