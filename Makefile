@@ -27,9 +27,12 @@ shim: $(SHIM_DIR)/libggml-cpu.a
 build: shim
 	$(GO) build -ldflags '$(LDFLAGS)' -o build/bin/ ./cmd/...
 
-# Debian packages (nfpm; see packaging/): build/deb/agorad_<version>_<arch>.deb.
+# Debian packages (nfpm; see packaging/): build/deb/agorad_<version>_<arch>.deb
+# and build/deb/agora-bridge_<version>_<arch>.deb.
 deb: build
+	@mkdir -p build/completion && ./build/bin/agorad completion bash >build/completion/agorad
 	bash scripts/build-deb.sh agorad $(VERSION)
+	bash scripts/build-deb.sh agora-bridge $(VERSION)
 
 # The deployment test under a booted systemd (debootstrap + systemd-nspawn,
 # root cached in build/system; several minutes, needs root): installs the
