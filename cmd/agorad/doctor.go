@@ -70,7 +70,7 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer, env
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("c", "/etc/agorad/agorad.yaml", "configuration file")
 	asJSON := fs.Bool("json", false, "JSON output (one object with a checks array)")
-	fs.DurationVar(&env.pttWait, "ptt-wait", 0, "wait up to this long (e.g. 10s) for a press of the push-to-talk key")
+	fs.DurationVar(&env.pttWait, "ptt-wait", env.pttWait, "wait up to this long (e.g. 10s) for a press of the push-to-talk key")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
