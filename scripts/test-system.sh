@@ -192,7 +192,7 @@ check "STATUS says no microphone" sh -c "nsenter -t $LEADER -a systemctl show -p
 check "agorad group member uses agoractl" ctl status
 check "others get the permission message" sh -c "nsenter -t $LEADER -a runuser -u other -- agoractl status 2>&1 | grep -qi 'permission'"
 check "version reported by agoractl status" sh -c "nsenter -t $LEADER -a runuser -u inspector -- agoractl status | grep -q '${VERSION}'"
-check "bash completion installed" sh -c "nsenter -t $LEADER -a bash -c '. /usr/share/bash-completion/completions/agorad && COMP_WORDS=(agorad doc) COMP_CWORD=1 _agorad && echo \${COMPREPLY[*]}' | grep -qx doctor"
+check "bash completion installed" sh -c "nsenter -t $LEADER -a bash -c '. /usr/share/bash-completion/completions/agorad; COMP_WORDS=(agorad doc); COMP_CWORD=1; _agorad; echo \${COMPREPLY[*]}' | grep -qx doctor"
 
 sec=$(ct systemd-analyze security agorad 2>&1 | tail -1)
 log "security: $sec"
@@ -247,7 +247,7 @@ ASND
   cp "$TINY" models/SHA256SUMS "$ROOT/usr/share/agorad/models/"
   cp "$SHARED/models/for-tests-silero-v6.2.0-ggml.bin" "$ROOT/usr/share/agorad/models/ggml-silero-v6.2.0.bin"
   cp -p "$ROOT/etc/agorad/agorad.yaml" "$SYS/agorad.yaml.none"
-  sed -i -e 's#^  source: none#  source: agmic#' -e "s#^  whisper: .*#  whisper: $TINY_NAME#" -e 's#^  language: .*#  language: en#' "$ROOT/etc/agorad/agorad.yaml"
+  sed -i -e 's#^  source: none#  source: agmic#' -e "s#^  whisper: .*#  whisper: $TINY_NAME#" -e '0,/^  language: .*/s//  language: en/' "$ROOT/etc/agorad/agorad.yaml"
   log "voice path: $TINY_NAME in /usr/share/agorad/models, microphone agmic playing fw_jfk.wav"
   check "restart with the file microphone (READY=1 once it is open)" ct systemctl restart agorad
   check "STATUS names the microphone" sh -c "nsenter -t $LEADER -a systemctl show -p StatusText agorad | grep -q 'input agmic'"
@@ -255,11 +255,12 @@ ASND
     ctl buffer export 2>/dev/null | grep -qi "$1" && return 0; sleep 1; done
     ctl buffer export >&2; return 1; }
   check "real words (\"country\") transcribed under MemoryDenyWriteExecute and DevicePolicy=closed" heard country
+  log "heard: $(ctl buffer export | grep -io '"text": *"[^"]*country[^"]*"' | head -1)"
   check "still running after transcribing" ct systemctl is-active agorad
   dr=0; ct agorad doctor >"$SYS/doctor.txt" 2>&1 || dr=$?
   log "agorad doctor (exit $dr):"; sed 's/^/  /' "$SYS/doctor.txt" >&2
   check "agorad doctor passes on the installed device" test "$dr" = 0
-  check "MemoryDenyWriteExecute and DevicePolicy in force" sh -c "nsenter -t $LEADER -a systemctl show -p MemoryDenyWriteExecute -p DevicePolicy agorad | tr '\n' ' ' | grep -q 'MemoryDenyWriteExecute=yes DevicePolicy=closed'"
+  check "MemoryDenyWriteExecute and DevicePolicy in force" test "$(ct systemctl show -p MemoryDenyWriteExecute --value agorad) $(ct systemctl show -p DevicePolicy --value agorad)" = "yes closed"
   cp -p "$SYS/agorad.yaml.none" "$ROOT/etc/agorad/agorad.yaml"
   ct systemctl restart agorad
 fi
@@ -287,5 +288,6 @@ ct apt-get purge -y -q agorad >"$SYS/apt-purge.log" 2>&1
 check "purge removes /var/lib/agorad" test ! -e "$ROOT/var/lib/agorad"
 check "purge removes /etc/agorad" test ! -e "$ROOT/etc/agorad"
 
+log "whole run: $SECONDS s"
 if [ "$fail" = 0 ]; then log "ALL PASS"; else log "SOME CHECKS FAILED (logs in $SYS)"; fi
 exit "$fail"
