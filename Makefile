@@ -7,8 +7,9 @@ export CGO_LDFLAGS := -L$(SHIM_DIR) $(CGO_LDFLAGS)
 GO ?= go
 PKGS := ./...
 # The version from git (scripts/version.sh): agorad --version, agoractl
-# status, the retained MQTT status and the .deb all report it.
-VERSION ?= $(shell sh scripts/version.sh)
+# status, the retained MQTT status and the .deb all report it. Computed once
+# (:=), so the binaries and the .deb never get different versions.
+VERSION := $(or $(VERSION),$(shell sh scripts/version.sh))
 LDFLAGS := -X main.version=$(VERSION)
 
 .PHONY: all deps shim build deb test-system test test-short vet fmt run bench clean reference-graph refgraph-venv refgraph-test models fuzz test-fleet bench-bridge
