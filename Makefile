@@ -25,8 +25,10 @@ $(SHIM_DIR)/libggml-cpu.a:
 
 shim: $(SHIM_DIR)/libggml-cpu.a
 
+# -trimpath: no build paths in the shipped binaries; it also lets
+# make test-system build the previous release's tree from the build cache.
 build: shim
-	$(GO) build -ldflags '$(LDFLAGS)' -o build/bin/ ./cmd/...
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o build/bin/ ./cmd/...
 
 # Debian packages (nfpm; see packaging/): build/deb/agorad_<version>_<arch>.deb
 # and build/deb/agora-bridge_<version>_<arch>.deb.
