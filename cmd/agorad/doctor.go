@@ -44,6 +44,8 @@ type doctorEnv struct {
 	// pttWait > 0: wait this long for the technician to press the
 	// push-to-talk key (--ptt-wait).
 	pttWait time.Duration
+	// audioNoise keeps what the audio libraries print on stderr (-v).
+	audioNoise bool
 }
 
 func realDoctorEnv() doctorEnv {
@@ -70,6 +72,7 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer, env
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("c", "/etc/agorad/agorad.yaml", "configuration file")
 	asJSON := fs.Bool("json", false, "JSON output (one object with a checks array)")
+	fs.BoolVar(&env.audioNoise, "v", env.audioNoise, "keep the audio libraries' own messages (ALSA, JACK probing) on stderr")
 	fs.DurationVar(&env.pttWait, "ptt-wait", env.pttWait, "wait up to this long (e.g. 10s) for a press of the push-to-talk key")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
@@ -126,10 +129,38 @@ func runDoctor(ctx context.Context, cfgPath string, env doctorEnv) []check {
 	add(checkDisk(cfg))
 	add(checkStore(cfg))
 	add(checkGroups())
-	add(checkMic(ctx, cfg, env))
-	add(checkSpeaker(cfg, env))
+	// PortAudio's probing of ALSA and JACK prints dozens of lines on stderr
+	// (C libraries, not our logger), which would bury the one line per check.
+	quiet := quietStderr
+	if env.audioNoise {
+		quiet = func(f func()) { f() }
+	}
+	quiet(func() { add(checkMic(ctx, cfg, env)) })
+	quiet(func() { add(checkSpeaker(cfg, env)) })
 	add(checkPTT(ctx, cfg, env.pttWait))
 	return out
+}
+
+// quietStderr runs f with file descriptor 2 on /dev/null.
+func quietStderr(f func()) {
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		f()
+		return
+	}
+	defer null.Close()
+	saved, err := syscall.Dup(2)
+	if err != nil {
+		f()
+		return
+	}
+	defer syscall.Close(saved)
+	if err := syscall.Dup3(int(null.Fd()), 2, 0); err != nil {
+		f()
+		return
+	}
+	defer syscall.Dup3(saved, 2, 0)
+	f()
 }
 
 // checkClock: TLS certificates and record timestamps need a sane clock; a
