@@ -37,7 +37,7 @@ func TestCompletionBash(t *testing.T) {
 		{[]string{"agorad", "store", "s"}, "salvage"},
 		{[]string{"agorad", "store", "check", "--s"}, "--state-dir"},
 		{[]string{"agorad", "doctor", "--p"}, "--ptt-wait"},
-		{[]string{"agorad", "doctor", "-"}, "-c --json --ptt-wait"},
+		{[]string{"agorad", "doctor", "-"}, "-c --json --ptt-wait -v"},
 		{[]string{"agorad", "run", "--st"}, "--state-dir"},
 		{[]string{"agorad", "model", "fetch", "--"}, "--dir"},
 		{[]string{"agorad", "transcribe", "cl"}, "clip.wav"},
