@@ -115,7 +115,7 @@ cleanup() {
   for _ in $(seq 30); do kill -0 "$NSPAWN" 2>/dev/null || return 0; sleep 1; done
   kill "$NSPAWN" 2>/dev/null || true
 }
-trap 'log "stopped at line $LINENO"; cleanup' EXIT
+trap 'rc=$?; [ "$rc" = 0 ] || log "stopped (exit $rc)"; cleanup' EXIT
 boot0=$(date +%s.%N)
 for _ in $(seq 100); do
   LEADER=$(ps --ppid "$NSPAWN" -o pid= | tr -d ' ' | head -1) || true
