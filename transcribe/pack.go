@@ -99,8 +99,11 @@ func packs(lengths []int, gap, limit int) [][2]int {
 // (measured: a segment ending 1.5 s after its utterance, into the next
 // one's region): a segment goes whole to the region it overlaps most, unless
 // other regions hold more than a third of it (whisper ran short utterances
-// into one segment). Then it is split word by word, a word going
-// to the region its first token starts in.
+// into one segment). Then it is split word by word, a word going to the
+// region its first token starts in. Last, each cut between utterances moves
+// to the nearest sentence end within sentenceSnap words: whisper also puts
+// segment boundaries inside sentences (measured on base: "Next. What time" |
+// "is it?" over two commands).
 func split(segs []segment, spans []span) []piece {
 	pieces := make([]piece, len(spans))
 	if len(spans) == 0 {
@@ -119,6 +122,10 @@ func split(segs []segment, spans []span) []piece {
 		}
 		return len(spans) - 1
 	}
+	// Every word gets a region (its segment's, or its own for a split
+	// segment); then the cuts between regions move to sentence ends.
+	var ws [][]token
+	var regs []int
 	for _, s := range segs {
 		best, bestOv := region(s.t0), int64(0)
 		for i := range spans {
@@ -134,27 +141,27 @@ func split(segs []segment, spans []span) []piece {
 				best, bestOv = i, ov
 			}
 		}
-		ws := words(s.tokens)
-		if 3*bestOv >= 2*(s.t1-s.t0) || len(ws) < 2 {
-			pieces[best].addSegment(s)
-			continue
-		}
-		regs := make([]int, len(ws))
-		for k, w := range ws {
-			at := w[0].t0
-			if at < 0 { // no token timestamps
-				at = s.t0
+		whole := 3*bestOv >= 2*(s.t1-s.t0)
+		for _, w := range words(s.tokens) {
+			r := best
+			if at := w[0].t0; !whole && at >= 0 {
+				r = region(at)
+			} else if !whole {
+				r = region(s.t0) // no token timestamps
 			}
-			regs[k] = region(at)
+			ws, regs = append(ws, w), append(regs, r)
 		}
-		for k, group := range snapToSentences(ws, regs) {
-			p := &pieces[k]
-			for _, w := range group {
-				for _, t := range w {
-					p.text.WriteString(t.text)
-				}
-				p.addTokens(w)
+	}
+	if len(ws) == 0 {
+		return pieces
+	}
+	for k, group := range snapToSentences(ws, regs) {
+		p := &pieces[k]
+		for _, w := range group {
+			for _, t := range w {
+				p.text.WriteString(t.text)
 			}
+			p.addTokens(w)
 		}
 	}
 	return pieces

@@ -86,6 +86,9 @@ func TestSplit(t *testing.T) {
 		{"token times going back do not reorder", []segment{
 			seg(0, 590, "a@10", "b@420", "c@100", "d@450"),
 		}, []string{"a", "b c d", ""}},
+		{"a segment boundary inside a sentence (measured on base)", []segment{
+			seg(0, 330, "Next.@10", "What@100", "time@200"), seg(330, 600, "is@410", "it?@450"), seg(700, 900, "three@700"),
+		}, []string{"Next.", "What time is it?", "three"}},
 		{"a segment over all three", []segment{
 			seg(0, 900, "a@0", "b@100", "c@420", "d@710", "e@800"),
 		}, []string{"a b", "c", "d e"}},
@@ -95,6 +98,9 @@ func TestSplit(t *testing.T) {
 		{"no token timestamps: the segment's start decides", []segment{
 			seg(0, 590, "next.", "pause", "timer."),
 		}, []string{"next. pause timer.", "", ""}},
+		{"drifted whole segments are not moved to a sentence end far away", []segment{
+			seg(0, 200, "One@0", "two.@100"), seg(200, 420, "three@200", "four@300", "five@340", "six@360", "seven.@380"), seg(420, 600, "eight@420"),
+		}, []string{"One two. three four five six seven.", "eight", ""}},
 		{"a single word over a gap stays whole", []segment{
 			seg(250, 450, "hello@250"),
 		}, []string{"hello", "", ""}},
