@@ -220,8 +220,14 @@ func (t *Transcriber) newContext() (*wctx, error) {
 func (t *Transcriber) Close() error {
 	t.once.Do(func() {
 		close(t.done)
+		debug := t.log.Enabled(context.Background(), slog.LevelDebug)
 		for range t.all {
 			w := <-t.pool
+			if debug {
+				// whisper's totals (encoder runs, decoder steps, fallbacks)
+				// through the log hook: what a benchmark wants to count.
+				w.ctx.Whisper_print_timings()
+			}
 			w.ctx.Whisper_free()
 			freePrompt(&w.params)
 			w.abort.free()
