@@ -220,11 +220,24 @@ func abs(x int) int {
 	return x
 }
 
-// endsSentence: the word ends with sentence punctuation.
+// endsSentence: the word ends with sentence punctuation and is not a title
+// ("Mr." before a name: measured, a cut snapped to it took "Mr." from the
+// start of an utterance into the previous one).
 func endsSentence(w []token) bool {
-	t := strings.TrimSpace(w[len(w)-1].text)
-	return strings.HasSuffix(t, ".") || strings.HasSuffix(t, "?") || strings.HasSuffix(t, "!")
+	var b strings.Builder
+	for _, t := range w {
+		b.WriteString(t.text)
+	}
+	word := strings.TrimSpace(b.String())
+	if titles[strings.ToLower(word)] {
+		return false
+	}
+	return strings.HasSuffix(word, ".") || strings.HasSuffix(word, "?") || strings.HasSuffix(word, "!")
 }
+
+// titles end with a full stop but never a sentence (English and Dutch).
+var titles = map[string]bool{"mr.": true, "mrs.": true, "ms.": true, "dr.": true, "st.": true, "prof.": true,
+	"dhr.": true, "mevr.": true, "ir.": true, "ing.": true, "drs.": true}
 
 // words groups tokens into words: a word starts at a token that begins with
 // a space (whisper's tokenizer marks word starts so), or at the first token.

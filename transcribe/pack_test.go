@@ -89,6 +89,9 @@ func TestSplit(t *testing.T) {
 		{"a segment boundary inside a sentence (measured on base)", []segment{
 			seg(0, 330, "Next.@10", "What@100", "time@200"), seg(330, 600, "is@410", "it?@450"), seg(700, 900, "three@700"),
 		}, []string{"Next.", "What time is it?", "three"}},
+		{"a title is not a sentence end (measured: Mr. Quilter)", []segment{
+			seg(0, 590, "belts.@10", "Mr.@100", "Quilter@400", "is@450"),
+		}, []string{"belts.", "Mr. Quilter is", ""}},
 		{"a segment over all three", []segment{
 			seg(0, 900, "a@0", "b@100", "c@420", "d@710", "e@800"),
 		}, []string{"a b", "c", "d e"}},
