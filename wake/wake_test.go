@@ -43,6 +43,17 @@ func TestMatch(t *testing.T) {
 		{"AGORRA, wat nu?", Feedback, "", "wat nu?"},
 		{"Agorah what now", Feedback, "", "what now"},
 		{"AGORA-wat nu?", Feedback, "", "wat nu?"},
+		// Sound-alikes: one edit from "agora" in one written word, or
+		// "agora" spelled across two or three written words.
+		{"Adora, what is the fire rating?", Feedback, "", "what is the fire rating?"},
+		{"NAGORA, wat nu?", Feedback, "", "wat nu?"},
+		{"Agorav what now", Feedback, "", "what now"},
+		{"Agura, wat nu?", Feedback, "", "wat nu?"},
+		{"in the basement of Gora.", Feedback, "in the basement of", ""}, // the first vowel swallowed
+		{"Ah, gora, what now?", Feedback, "", "what now?"},
+		{"The wall is wide, a gora, log it.", Feedback, "The wall is wide", "log it."},
+		{"ago ra, wat nu?", Feedback, "", "wat nu?"},
+		{"Agoraa luister", Listen, "", ""},
 		// Listen.
 		{"AGORA luister", Listen, "", ""},
 		{"Agora, luister.", Listen, "", ""},
@@ -66,7 +77,17 @@ func TestMatch(t *testing.T) {
 		{"ahora mismo", None, "", ""},
 		{"the aurora was bright", None, "", ""},
 		{"a gorilla on the bridge", None, "", ""},
-		{"gora", None, "", ""},
+		{"Angora wool", None, "", ""},
+		{"a trip to Agra", None, "", ""},
+		{"ahora", None, "", ""},
+		{"Zij heeft agora fobie.", None, "", ""}, // a rejected word written split
+		{"agoraphobic", None, "", ""},
+		{"There was a gore a minute ago on the site.", None, "", ""},
+		{"I'm gonna listen", None, "", ""},
+		{"at all", None, "", ""},
+		{"Adore it", None, "", ""},
+		{"a gorge", None, "", ""},
+		{"the aura of the room", None, "", ""},
 		{"two days ago, ramps were checked", None, "", ""},
 		{"", None, "", ""},
 		{"Luister goed naar de trilling.", None, "", ""},
@@ -90,7 +111,7 @@ func TestMatch(t *testing.T) {
 }
 
 func TestCustomConfig(t *testing.T) {
-	r, err := New(Config{Words: []string{"agora", "hey inspector"}, ListenWords: []string{"ga maar luisteren", "stil"}})
+	r, err := New(Config{Words: []string{"agora", "hey inspector", "max"}, ListenWords: []string{"ga maar luisteren", "stil"}, Reject: []string{"adora"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,6 +126,11 @@ func TestCustomConfig(t *testing.T) {
 		{"Agora stil", Listen, ""},
 		{"Agora luister", Feedback, "luister"}, // not configured here
 		{"Hey inspecteur", None, ""},
+		{"Hey inspectors", None, ""}, // several words: as written only
+		{"Adora, wat nu?", None, ""}, // rejected here
+		{"Agura, wat nu?", Feedback, "wat nu?"},
+		{"Max, wat nu?", Feedback, "wat nu?"},
+		{"Mix, wat nu?", None, ""}, // a short word: as written only
 	}
 	for _, tc := range tests {
 		m := r.Match(tc.text)
@@ -127,6 +153,8 @@ func TestValidate(t *testing.T) {
 		{"punctuation only", Config{Words: []string{"agora"}, ListenWords: []string{"luister", "..."}}, "wake.listen_words[1]"},
 		{"duplicate by accent", Config{Words: []string{"agora", "Agorà"}}, "wake.words[1]: \"Agorà\" is the same as wake.words[0]"},
 		{"listen word equals wake word", Config{Words: []string{"agora"}, ListenWords: []string{"AGORA"}}, "wake.listen_words[0]"},
+		{"empty reject", Config{Words: []string{"agora"}, Reject: []string{"angora", "-"}}, "wake.reject[1]"},
+		{"wake word rejected", Config{Words: []string{"agora"}, Reject: []string{"Aggora"}}, "wake.reject[0]: \"Aggora\" rejects wake.words[0]"},
 	}
 	for _, tc := range tests {
 		err := tc.cfg.Validate()
