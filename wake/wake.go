@@ -173,18 +173,29 @@ func (r *Rules) Match(text string) Match {
 		if n == 0 {
 			continue
 		}
-		m := Match{Action: Feedback, Before: trimBefore(text[:toks[i].start])}
+		start := i
+		if i > 0 && greetings[toks[i-1].norm] && !strings.ContainsAny(text[toks[i-1].end:toks[i].start], ".!?") {
+			start = i - 1 // "Hey Agora": the greeting is part of the phrase, not a note
+		}
+		m := Match{Action: Feedback, Before: trimBefore(text[:toks[start].start])}
 		end := toks[i+n-1].end
 		if k := matchAt(toks, i+n, r.listen); k > 0 {
 			m.Action = Listen
 			end = toks[i+n+k-1].end
 		}
-		m.Phrase = text[toks[i].start:end]
+		m.Phrase = text[toks[start].start:end]
 		m.Remainder = trimRemainder(text[end:])
 		return m
 	}
 	return Match{Action: None}
 }
+
+// greetings right before a wake word, in the same sentence, belong to the
+// wake phrase ("Hey Agora", "Oké, Agora"): they are no note for the listen
+// buffer. "Okay. Agora, ..." keeps its "Okay.". Whisper
+// writes the wake word after a greeting far more reliably than at the
+// start of an utterance (issue 15's note), so people are told to say it.
+var greetings = map[string]bool{"hey": true, "hi": true, "hoi": true, "he": true, "okay": true, "ok": true, "oke": true}
 
 // wakeAt returns how many tokens from i make a wake word, or 0.
 func (r *Rules) wakeAt(toks []token, i int, blocked []bool) int {

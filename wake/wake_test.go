@@ -28,9 +28,15 @@ func TestMatch(t *testing.T) {
 		{"So, agora: summarise pillar 3", Feedback, "So", "summarise pillar 3"},
 		{"AGORA", Feedback, "", ""},
 		{"Agora.", Feedback, "", ""},
-		{"Hey Agora - \"quote this\" please", Feedback, "Hey", "\"quote this\" please"},
+		{"Hey Agora - \"quote this\" please", Feedback, "", "\"quote this\" please"},
+		{"Okay, aghora, what is the fire rating?", Feedback, "", "what is the fire rating?"},
+		{"The wall is done. Hey, Agora, listen.", Listen, "The wall is done.", ""},
+		{"They said hey to Agora", Feedback, "They said hey to", ""},
+		{"Okay. Agora, wat nu?", Feedback, "Okay.", "wat nu?"},
 		// Dutch feedback.
 		{"AGORA, wat vind je van deze scheur?", Feedback, "", "wat vind je van deze scheur?"},
+		{"Hé Agora, wat nu?", Feedback, "", "wat nu?"},
+		{"Oké, Agora, wat nu?", Feedback, "", "wat nu?"},
 		{"Agora, klopt het dat de bout los zit?", Feedback, "", "klopt het dat de bout los zit?"},
 		{"De pijler is beschadigd. Agora, moet dit gerepareerd worden?", Feedback, "De pijler is beschadigd.", "moet dit gerepareerd worden?"},
 		{"agora (even checken) de meting", Feedback, "", "(even checken) de meting"},
@@ -206,5 +212,42 @@ func TestNoWakeInReferenceTranscripts(t *testing.T) {
 	}
 	if checked < 50 {
 		t.Fatalf("only %d transcripts in the manifest, want the full set", checked)
+	}
+}
+
+// minWhisperTranscripts: clips per model in testdata/whisper-clips.tsv.
+const minWhisperTranscripts = 40
+
+// What real Whisper wrote for the shared clips (testdata/whisper-clips.tsv:
+// system, clip, text; issue 15): English, Dutch, German, French, Spanish
+// speech, commands, wake words of other assistants, noise. None of it says
+// "agora", so every match is a false alarm, a listen buffer wrongly sent.
+func TestNoWakeInWhisperTranscripts(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "whisper-clips.tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := New(DefaultConfig())
+	perSystem := map[string]int{}
+	for i, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		cols := strings.SplitN(line, "\t", 3)
+		if len(cols) != 3 {
+			t.Fatalf("testdata/whisper-clips.tsv line %d: %d columns, want 3", i+1, len(cols))
+		}
+		perSystem[cols[0]]++
+		if m := r.Match(cols[2]); m.Action != None {
+			t.Errorf("%s on %s: %q matched %s on %q", cols[0], cols[1], cols[2], m.Action, m.Phrase)
+		}
+	}
+	for system, n := range perSystem {
+		if n < minWhisperTranscripts {
+			t.Errorf("%s: %d transcripts, want all clips", system, n)
+		}
+	}
+	if len(perSystem) < 2 {
+		t.Errorf("transcripts of %d systems, want tiny.en and base", len(perSystem))
 	}
 }
