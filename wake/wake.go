@@ -242,13 +242,14 @@ func anyBlocked(blocked []bool, i, n int) bool {
 
 // soundKey is the spelling-independent form of words joined: letters only,
 // 'h' dropped inside a word (silent in "Agorah", "Ah gora"; kept at its start,
-// so "Agora, he ..." is not "agorae"), doubled letters collapsed ("Aggora",
-// "Agorra"). Apostrophes are dropped with the other non-letters, so
-// "agora's" keys as "agoras".
+// so "Agora, he ..." is not "agorae"), doubled letters inside a word
+// collapsed ("Aggora", "Agorra"; across words they stay, so "a year ago or
+// a month" is not "agora"). Apostrophes are dropped with the other
+// non-letters, so "agora's" keys as "agoras".
 func soundKey(toks []token) string {
 	var b strings.Builder
-	var last rune
 	for _, t := range toks {
+		var last rune
 		for i, c := range t.norm {
 			if !unicode.IsLetter(c) || (c == 'h' && i > 0) || c == last {
 				continue

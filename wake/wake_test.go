@@ -59,6 +59,7 @@ func TestMatch(t *testing.T) {
 		{"Ah, gora, what now?", Feedback, "", "what now?"},
 		{"The wall is wide, a gora, log it.", Feedback, "The wall is wide", "log it."},
 		{"ago ra, wat nu?", Feedback, "", "wat nu?"},
+		{"The wall is wide, ag or a log it.", Feedback, "The wall is wide", "log it."},
 		{"Agoraa luister", Listen, "", ""},
 		// Listen.
 		{"AGORA luister", Listen, "", ""},
@@ -89,6 +90,8 @@ func TestMatch(t *testing.T) {
 		{"Zij heeft agora fobie.", None, "", ""}, // a rejected word written split
 		{"agoraphobic", None, "", ""},
 		{"There was a gore a minute ago on the site.", None, "", ""},
+		{"It was fixed a year ago or a bit more.", None, "", ""},
+		{"Two days ago, a crack.", None, "", ""},
 		{"I'm gonna listen", None, "", ""},
 		{"at all", None, "", ""},
 		{"Adore it", None, "", ""},
