@@ -36,9 +36,12 @@ var (
 	// Measured on 8 of them (the shortest): 0; the Dutch recordings: 3 of 3
 	// nl. Open detection labelled short English clips ja/ur/ru/hi.
 	maxLangErrors = 3
-	// minWakeHits: wake phrases (of 11) detected in the espeak-ng sentences
-	// (measured with the adora/argoer aliases: tiny.en 2, base 1).
-	minWakeHits = map[string]int{"tiny.en": 2, "base": 1}
+	// minWakeHits: wake phrases detected in the espeak-ng sentences, the
+	// measured figures (issue 15's wake note): tiny.en 3 of its 8 English
+	// ones ("…wide, agora, log it…", "…basement, agora.", "Hey Agora, …"),
+	// base 2 of 15 ("Hey, Agora, …", "Hey, Adora! Listen!"; espeak's Dutch
+	// it hears as English: "Hey, vlogger, …"). No false alarm in 5 near-misses.
+	minWakeHits = map[string]int{"tiny.en": 3, "base": 2}
 )
 
 // realRun transcribes samples through the pipeline and returns its output.
