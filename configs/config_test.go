@@ -230,6 +230,7 @@ func TestValidationNamesField(t *testing.T) {
 		{"ptt stuck never", func(c *Config) { c.Input.PTT.StuckAfter = 0 }, ""},
 		{"wake empty word", func(c *Config) { c.Wake.Words = []string{"agora", " "} }, "wake.words[1]:"},
 		{"wake duplicate", func(c *Config) { c.Wake.ListenWords = []string{"luister", "Luister!"} }, "wake.listen_words[1]:"},
+		{"wake reject rejects the wake word", func(c *Config) { c.Wake.Reject = []string{"angora", "Agorah"} }, "wake.reject[1]:"},
 		{"wake custom ok", func(c *Config) { c.Wake.Words = []string{"agora", "hey agora"} }, ""},
 		{"post pad", func(c *Config) { c.Segment.PostPad = Duration(-1) }, "segment.post_pad:"},
 		{"max bytes tiny", func(c *Config) { c.Storage.MaxBytes = 1000 }, "storage.max_bytes:"},

@@ -49,6 +49,7 @@ func (c *Config) clone() *Config {
 	cp.Transcribe.Contexts = slices.Clone(c.Transcribe.Contexts)
 	cp.Wake.Words = slices.Clone(c.Wake.Words)
 	cp.Wake.ListenWords = slices.Clone(c.Wake.ListenWords)
+	cp.Wake.Reject = slices.Clone(c.Wake.Reject)
 	return &cp
 }
 

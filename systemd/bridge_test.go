@@ -13,7 +13,7 @@ func TestBridgeUnitDirectives(t *testing.T) {
 	svc := d["Service"]
 	want := map[string]string{
 		"Type":            "notify",
-		"ExecStart":       "/usr/local/bin/agora-bridge run -c /etc/agora-bridge/agora-bridge.yaml --state-dir /var/lib/agora-bridge",
+		"ExecStart":       "/usr/bin/agora-bridge run -c /etc/agora-bridge/agora-bridge.yaml --state-dir /var/lib/agora-bridge",
 		"Restart":         "on-failure",
 		"DynamicUser":     "yes",
 		"StateDirectory":  "agora-bridge",
@@ -42,7 +42,7 @@ func TestBridgeUnitVerify(t *testing.T) {
 	if err := os.WriteFile(stand, []byte("#!/bin/sh\nexit 0\n"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	body := strings.ReplaceAll(string(unit), "/usr/local/bin/agora-bridge", stand)
+	body := strings.ReplaceAll(string(unit), "/usr/bin/agora-bridge", stand)
 	path := filepath.Join(dir, "agora-bridge.service")
 	if err := os.WriteFile(path, []byte(body), 0o644); err != nil {
 		t.Fatal(err)

@@ -1,8 +1,14 @@
 // Package transcribe turns utterances into text with whisper.cpp: the model
-// is loaded once, each utterance gets one greedy whisper call over whisper's
-// full 30 s window, and a hallucination guard drops text whisper invents on
-// silence and noise. Model files (finding, fetching, importing) are
+// is loaded once, each whisper call is greedy over whisper's full 30 s
+// window, and a hallucination guard drops text whisper invents on silence
+// and noise. Model files (finding, fetching, importing) are
 // transcribe/model's job.
+//
+// Invariants: Transcribe is one utterance, one call. TranscribeBatch packs
+// consecutive waiting utterances into shared windows (pack.go) and still
+// gives every utterance its own Result, in order, each judged by the guard on
+// its own; a word whisper decodes goes to exactly one utterance. Near-silent
+// audio never reaches whisper.
 //
 // Measured on real weights (issue 15): an encoder window sized to the
 // utterance saves compute but breaks decoding (repetition loops, WER 34 %
@@ -73,10 +79,14 @@ type Transcriber struct {
 	// autoIDs are whisper's ids of AutoLanguages when the language is
 	// detected per utterance (auto on a multilingual model), else nil.
 	autoIDs []int
-	pool    chan *wctx
-	all     []*wctx
-	done    chan struct{} // closed by Close
-	once    sync.Once
+	// run replaces the whisper call in unit tests of the packing; nil in use.
+	run func(ctx context.Context, params *whisper.Params, in []float32) ([]segment, error)
+	// detectLang replaces the language detection in those tests.
+	detectLang func(samples []float32) int
+	pool       chan *wctx
+	all        []*wctx
+	done       chan struct{} // closed by Close
+	once       sync.Once
 }
 
 // ErrClosed is returned by Transcribe after Close.
@@ -210,8 +220,14 @@ func (t *Transcriber) newContext() (*wctx, error) {
 func (t *Transcriber) Close() error {
 	t.once.Do(func() {
 		close(t.done)
+		debug := t.log.Enabled(context.Background(), slog.LevelDebug)
 		for range t.all {
 			w := <-t.pool
+			if debug {
+				// whisper's totals (encoder runs, decoder steps, fallbacks)
+				// through the log hook: what a benchmark wants to count.
+				w.ctx.Whisper_print_timings()
+			}
 			w.ctx.Whisper_free()
 			freePrompt(&w.params)
 			w.abort.free()
@@ -248,20 +264,11 @@ func (t *Transcriber) Transcribe(ctx context.Context, samples []float32) (Result
 		res.Rejected = fmt.Sprintf("near-silent input (RMS %.5f below %.5f): not transcribed", level, t.opts.SilenceRMS)
 		return res, nil
 	}
-	var w *wctx
-	select {
-	case w = <-t.pool:
-	case <-t.done:
-		return res, ErrClosed
-	case <-ctx.Done():
-		return res, ctx.Err()
+	w, err := t.acquire(ctx)
+	if err != nil {
+		return res, err
 	}
-	defer func() { t.pool <- w }()
-	select {
-	case <-t.done: // Close is waiting for this slot
-		return res, ErrClosed
-	default:
-	}
+	defer t.release(w)
 
 	start := time.Now()
 	in := samples
@@ -280,43 +287,77 @@ func (t *Transcriber) Transcribe(ctx context.Context, samples []float32) (Result
 			return res, fmt.Errorf("transcribe %s of audio: %w", res.AudioDuration, err)
 		}
 	}
-	w.abort.set(false)
-	fired := make(chan struct{})
-	stop := context.AfterFunc(ctx, func() { w.abort.set(true); close(fired) })
-	err := runFull(w.ctx, &params, in, w.abort)
-	if !stop() {
-		<-fired // a late abort must not hit this context's next call
-	}
+	segs, err := t.decode(ctx, w, &params, in)
 	if err != nil {
-		if ctx.Err() != nil {
-			return res, fmt.Errorf("transcribe %s of audio: %w", res.AudioDuration, ctx.Err())
-		}
 		return res, fmt.Errorf("transcribe %s of audio: %w", res.AudioDuration, err)
 	}
-
-	var text strings.Builder
-	var logSum float64
-	var tokens int
-	eot := w.ctx.Whisper_token_eot()
-	for s := 0; s < w.ctx.Whisper_full_n_segments(); s++ {
-		text.WriteString(w.ctx.Whisper_full_get_segment_text(s))
-		for k := 0; k < w.ctx.Whisper_full_n_tokens(s); k++ {
-			if w.ctx.Whisper_full_get_token_id(s, k) >= eot { // special and timestamp tokens
-				continue
-			}
-			p := float64(w.ctx.Whisper_full_get_token_p(s, k))
-			logSum += math.Log(max(p, 1e-9))
-			tokens++
-		}
+	var p piece
+	for _, s := range segs {
+		p.addSegment(s)
 	}
-	if tokens > 0 {
-		res.Confidence = math.Exp(logSum / float64(tokens))
-	}
-	res.Text = strings.TrimSpace(text.String())
+	res.Text, res.Confidence = p.result()
 	res.ProcessingTime = time.Since(start)
 	if why := guard(res.Text, res.Confidence, res.AudioDuration); why != "" {
 		t.log.Debug("transcript rejected", "text", res.Text, "reason", why)
 		res.Text, res.Rejected = "", why
 	}
 	return res, nil
+}
+
+// acquire waits for a free whisper context; release gives it back.
+func (t *Transcriber) acquire(ctx context.Context) (*wctx, error) {
+	var w *wctx
+	select {
+	case w = <-t.pool:
+	case <-t.done:
+		return nil, ErrClosed
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
+	select {
+	case <-t.done: // Close is waiting for this slot
+		t.pool <- w
+		return nil, ErrClosed
+	default:
+	}
+	return w, nil
+}
+
+func (t *Transcriber) release(w *wctx) { t.pool <- w }
+
+// decode runs one whisper_full call on w (tests replace it through
+// Transcriber.run) and returns whisper's segments. A cancelled ctx aborts it.
+func (t *Transcriber) decode(ctx context.Context, w *wctx, params *whisper.Params, in []float32) ([]segment, error) {
+	if t.run != nil {
+		return t.run(ctx, params, in)
+	}
+	w.abort.set(false)
+	fired := make(chan struct{})
+	stop := context.AfterFunc(ctx, func() { w.abort.set(true); close(fired) })
+	err := runFull(w.ctx, params, in, w.abort)
+	if !stop() {
+		<-fired // a late abort must not hit this context's next call
+	}
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return nil, err
+	}
+	eot := w.ctx.Whisper_token_eot()
+	segs := make([]segment, w.ctx.Whisper_full_n_segments())
+	for s := range segs {
+		seg := segment{t0: w.ctx.Whisper_full_get_segment_t0(s), t1: w.ctx.Whisper_full_get_segment_t1(s),
+			text: w.ctx.Whisper_full_get_segment_text(s)}
+		for k := 0; k < w.ctx.Whisper_full_n_tokens(s); k++ {
+			if w.ctx.Whisper_full_get_token_id(s, k) >= eot { // special and timestamp tokens
+				continue
+			}
+			d := w.ctx.Whisper_full_get_token_data(s, k)
+			seg.tokens = append(seg.tokens, token{text: w.ctx.Whisper_full_get_token_text(s, k),
+				p: float64(w.ctx.Whisper_full_get_token_p(s, k)), t0: d.T0(), t1: d.T1()})
+		}
+		segs[s] = seg
+	}
+	return segs, nil
 }

@@ -436,3 +436,83 @@ func TestPromptWithTerms(t *testing.T) {
 		}
 	}
 }
+
+// Packed transcription on real weights: several clips in one whisper call,
+// each utterance getting its own text back, as when transcribed alone.
+func TestRealPacked(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real whisper weights: slow")
+	}
+	model := testaudio.RealModel(t, "tiny.en")
+	tr := newTranscriber(t, Options{ModelPath: model, Language: "en", Threads: 2})
+	clips := []string{"ljspeech_lj001_0005.wav", "fw_jfk.wav", "ljspeech_lj001_0006.wav"}
+	var utts [][]float32
+	for _, c := range clips {
+		utts = append(utts, readWAV16(t, testaudio.Clip(t, c)))
+	}
+	got, err := tr.TranscribeBatch(context.Background(), utts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(clips) {
+		t.Fatalf("%d results for %d utterances", len(got), len(clips))
+	}
+	for i, c := range clips {
+		alone, err := tr.Transcribe(context.Background(), utts[i])
+		if err != nil {
+			t.Fatal(err)
+		}
+		e, n := wer.Errors(alone.Text, got[i].Text)
+		t.Logf("%s packed: %q (%.2f, %s); alone: %q (%s)", c, got[i].Text, got[i].Confidence, got[i].ProcessingTime, alone.Text, alone.ProcessingTime)
+		if e > n/10 || got[i].Lang != "en" || got[i].Confidence <= 0.5 {
+			t.Errorf("%s packed: %q (lang %q, confidence %.2f), alone %q: %d of %d words differ", c, got[i].Text, got[i].Lang, got[i].Confidence, alone.Text, e, n)
+		}
+	}
+	if want := "And so my fellow Americans, ask not what your country can do for you, ask what you can do for your country."; !sameWords(got[1].Text, want) {
+		t.Errorf("jfk packed between two clips: %q, want %q word for word", got[1].Text, want)
+	}
+	if strings.Contains(got[2].Text, "printing") || strings.Contains(got[0].Text, "typography") {
+		t.Errorf("text crossed between packed utterances: %q / %q", got[0].Text, got[2].Text)
+	}
+}
+
+// Language "auto" on the multilingual base with packing: each utterance is
+// detected on its own (a mixed window's detection follows its majority:
+// measured, English commands packed with Dutch came back Dutch), runs of one
+// language share a window, and every utterance gets its own text back.
+func TestRealPackedLanguage(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real whisper weights: slow")
+	}
+	tr := newTranscriber(t, Options{ModelPath: testaudio.RealModel(t, "base"), Language: "auto", Threads: 2})
+	type clip struct{ file, lang, word string }
+	for _, tc := range []struct {
+		name  string
+		clips []clip
+	}{
+		{"dutch", []clip{{"rhasspy_nl_test.wav", "nl", "lamp"}, {"whisperdnl_nl_stutter.wav", "nl", "makkelijk"}, {"whisperdnl_nl_laughter.wav", "nl", ""}}},
+		{"english", []clip{{"stp_en_next.wav", "en", "next"}, {"stp_en_what_time_is_it.wav", "en", "time"}, {"stp_en_cancel_timer.wav", "en", "cancel"}}},
+		{"mixed", []clip{{"rhasspy_nl_test.wav", "nl", "lamp"}, {"stp_en_lock_the_front_door.wav", "en", "door"},
+			{"whisperdnl_nl_stutter.wav", "nl", "makkelijk"}, {"stp_en_what_time_is_it.wav", "en", "time"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var utts [][]float32
+			for _, c := range tc.clips {
+				utts = append(utts, readWAV16(t, testaudio.Clip(t, c.file)))
+			}
+			start := time.Now()
+			got, err := tr.TranscribeBatch(context.Background(), utts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("%s: %s", tc.name, time.Since(start))
+			for i, r := range got {
+				c := tc.clips[i]
+				t.Logf("  %s: %s %q (%.2f)", c.file, r.Lang, r.Text, r.Confidence)
+				if r.Lang != c.lang || !strings.Contains(strings.ToLower(r.Text), c.word) {
+					t.Errorf("%s packed in %s: %s %q, want %s with %q", c.file, tc.name, r.Lang, r.Text, c.lang, c.word)
+				}
+			}
+		})
+	}
+}

@@ -1,9 +1,3 @@
-// Package wake finds wake phrases in transcripts: "agora" switches the
-// device to feedback mode and the rest of the utterance is the request;
-// "agora luister" / "agora listen" switches back to listening. Matching is
-// on whole words, ignoring case, accents and punctuation, and tolerates the
-// spellings whisper produces for "agora"; the text handed back keeps its
-// original casing and punctuation.
 package wake
 
 import (
@@ -28,23 +22,38 @@ const (
 // Config lists the words that make up wake phrases. Entries may be several
 // words ("a gora", "luister maar").
 type Config struct {
-	// Words are "agora" and the spellings whisper writes for it. Each
-	// alias must be safe: not a word an inspector says for something else
-	// ("angora", "ahora" and "aurora" are real words, so not defaults).
+	// Words are "agora" and any extra spellings to accept as written. A
+	// one-word entry of five or more letters also matches what sounds like
+	// it (see Rules.Match): the spellings whisper writes need no entry.
 	Words []string `yaml:"words"`
 	// ListenWords, right after a wake word, switch back to listen mode.
+	// They match as written (case, accents and punctuation aside).
 	ListenWords []string `yaml:"listen_words"`
+	// Reject are real words and phrases that sound like a wake word but
+	// are not one ("angora", "agorafobie"): a stretch of the transcript
+	// that spells one of them is never a wake word.
+	Reject []string `yaml:"reject"`
 }
 
-// DefaultConfig is Dutch and English. Accented spellings ("agorà",
-// "ágora") need no entry: matching ignores accents.
+// DefaultConfig is Dutch and English. Accented, doubled and h-spellings
+// ("Ágora", "Aggora", "Agorah"), one-letter slips ("Adora", "Agura",
+// "Nagora") and splits ("a gora", "ago ra") need no entry: the fuzzy match
+// takes them.
 func DefaultConfig() Config {
 	return Config{
-		// adora, argoer: what real Whisper base and tiny.en wrote for a
-		// spoken "Agora" (issue 15's espeak-ng sentences); neither is a word
-		// an inspector says.
-		Words:       []string{"agora", "a gora", "aggora", "agorra", "agorah", "adora", "argoer"},
+		Words:       []string{"agora"},
 		ListenWords: []string{"luister", "luister maar", "luisteren", "listen", "listen up", "listening"},
+		// Every word of the English (wamerican, wbritish) and Dutch
+		// (wdutch) dictionaries within the fuzzy match's reach of "agora"
+		// (angora, Agra), Spanish "ahora", the plural and possessive ("de
+		// agora's van Athene") and the words that start with "agora", so
+		// that whisper writing them split ("agora fobie") is no wake word.
+		// Names (Adora, Dora) are not rejected: inspectors do not say them
+		// to the device.
+		Reject: []string{
+			"angora", "agra", "ahora", "agoras", "agorae",
+			"agorafobie", "agorafobisch", "agoraphobia", "agoraphobic",
+		},
 	}
 }
 
@@ -71,7 +80,21 @@ func (c Config) Validate() error {
 	if err := check("words", c.Words); err != nil {
 		return err
 	}
-	return check("listen_words", c.ListenWords)
+	if err := check("listen_words", c.ListenWords); err != nil {
+		return err
+	}
+	for i, w := range c.Reject {
+		if len(tokens(w)) == 0 {
+			return fmt.Errorf("wake.reject[%d]: %q has no letters or digits", i, w)
+		}
+		// A wake word that is also rejected would never match.
+		for j, word := range c.Words {
+			if soundKey(tokens(w)) == soundKey(tokens(word)) {
+				return fmt.Errorf("wake.reject[%d]: %q rejects wake.words[%d] %q", i, w, j, word)
+			}
+		}
+	}
+	return nil
 }
 
 // Match is the outcome for one transcript.
@@ -87,14 +110,36 @@ type Match struct {
 type Rules struct {
 	words  [][]string // normalised token sequences, longest first
 	listen [][]string
+	fuzzy  []string        // sound keys of the one-word wake words matched fuzzily
+	reject map[string]bool // sound keys of Config.Reject
 }
+
+// Fuzzy matching limits. A sound key shorter than minFuzzy letters is
+// matched exactly: one edit in a short word reaches too many real words.
+const (
+	minFuzzy  = 5
+	maxJoin   = 3 // tokens joined into one candidate ("a go ra")
+	maxEdits  = 1 // edits allowed between one written word and a wake word
+	maxReject = 3 // tokens a reject entry may span
+)
 
 // New validates cfg and prepares the rules.
 func New(cfg Config) (*Rules, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Rules{words: phrases(cfg.Words), listen: phrases(cfg.ListenWords)}, nil
+	r := &Rules{words: phrases(cfg.Words), listen: phrases(cfg.ListenWords), reject: map[string]bool{}}
+	for _, w := range cfg.Words {
+		if toks := tokens(w); len(toks) == 1 {
+			if k := soundKey(toks); len(k) >= minFuzzy {
+				r.fuzzy = append(r.fuzzy, k)
+			}
+		}
+	}
+	for _, w := range cfg.Reject {
+		r.reject[soundKey(tokens(w))] = true
+	}
+	return r, nil
 }
 
 func phrases(list []string) [][]string {
@@ -111,25 +156,131 @@ func phrases(list []string) [][]string {
 	return out
 }
 
-// Match finds the first wake phrase in text.
+// Match finds the first wake phrase in text. A wake word is found where
+//   - the words are a configured entry as written, or
+//   - one written word is within one edit of a wake word's sound key
+//     ("Adora", "Agorav", "Nagora"), or
+//   - two or three written words joined spell its sound key exactly
+//     ("a gora", "Ah, gora", "ago ra"; "a gore a" is not one),
+//
+// and none of those words is part of a rejected word or phrase ("angora",
+// "agora fobie"). Listen words must follow as written.
 func (r *Rules) Match(text string) Match {
 	toks := tokens(text)
+	blocked := r.blocked(toks)
 	for i := range toks {
-		n := matchAt(toks, i, r.words)
+		n := r.wakeAt(toks, i, blocked)
 		if n == 0 {
 			continue
 		}
-		m := Match{Action: Feedback, Before: trimBefore(text[:toks[i].start])}
+		start := i
+		if i > 0 && greetings[toks[i-1].norm] && !strings.ContainsAny(text[toks[i-1].end:toks[i].start], ".!?") {
+			start = i - 1 // "Hey Agora": the greeting is part of the phrase, not a note
+		}
+		m := Match{Action: Feedback, Before: trimBefore(text[:toks[start].start])}
 		end := toks[i+n-1].end
 		if k := matchAt(toks, i+n, r.listen); k > 0 {
 			m.Action = Listen
 			end = toks[i+n+k-1].end
 		}
-		m.Phrase = text[toks[i].start:end]
+		m.Phrase = text[toks[start].start:end]
 		m.Remainder = trimRemainder(text[end:])
 		return m
 	}
 	return Match{Action: None}
+}
+
+// greetings right before a wake word, in the same sentence, belong to the
+// wake phrase ("Hey Agora", "Oké, Agora"): they are no note for the listen
+// buffer. "Okay. Agora, ..." keeps its "Okay.". Whisper
+// writes the wake word after a greeting far more reliably than at the
+// start of an utterance (issue 15's note), so people are told to say it.
+var greetings = map[string]bool{"hey": true, "hi": true, "hoi": true, "he": true, "okay": true, "ok": true, "oke": true}
+
+// wakeAt returns how many tokens from i make a wake word, or 0.
+func (r *Rules) wakeAt(toks []token, i int, blocked []bool) int {
+	if n := matchAt(toks, i, r.words); n > 0 && !anyBlocked(blocked, i, n) {
+		return n
+	}
+	for _, want := range r.fuzzy {
+		if !blocked[i] && editDistance(soundKey(toks[i:i+1]), want) <= maxEdits {
+			return 1
+		}
+		for n := 2; n <= maxJoin && i+n <= len(toks); n++ {
+			if !anyBlocked(blocked, i, n) && soundKey(toks[i:i+n]) == want {
+				return n
+			}
+		}
+	}
+	return 0
+}
+
+// blocked marks the tokens that are part of a rejected word or phrase, as
+// written or split ("agora fobie" is "agorafobie").
+func (r *Rules) blocked(toks []token) []bool {
+	out := make([]bool, len(toks))
+	for i := range toks {
+		for n := 1; n <= maxReject && i+n <= len(toks); n++ {
+			if r.reject[soundKey(toks[i:i+n])] {
+				for k := i; k < i+n; k++ {
+					out[k] = true
+				}
+			}
+		}
+	}
+	return out
+}
+
+func anyBlocked(blocked []bool, i, n int) bool {
+	for _, b := range blocked[i : i+n] {
+		if b {
+			return true
+		}
+	}
+	return false
+}
+
+// soundKey is the spelling-independent form of words joined: letters only,
+// 'h' dropped inside a word (silent in "Agorah", "Ah gora"; kept at its start,
+// so "Agora, he ..." is not "agorae"), doubled letters inside a word
+// collapsed ("Aggora", "Agorra"; across words they stay, so "a year ago or
+// a month" is not "agora"). Apostrophes are dropped with the other
+// non-letters, so "agora's" keys as "agoras".
+func soundKey(toks []token) string {
+	var b strings.Builder
+	for _, t := range toks {
+		var last rune
+		for i, c := range t.norm {
+			if !unicode.IsLetter(c) || (c == 'h' && i > 0) || c == last {
+				continue
+			}
+			b.WriteRune(c)
+			last = c
+		}
+	}
+	return b.String()
+}
+
+// editDistance is the Levenshtein distance between a and b, in runes.
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
 }
 
 // matchAt returns how many tokens of one of seqs match toks at i, or 0.

@@ -28,9 +28,15 @@ func TestMatch(t *testing.T) {
 		{"So, agora: summarise pillar 3", Feedback, "So", "summarise pillar 3"},
 		{"AGORA", Feedback, "", ""},
 		{"Agora.", Feedback, "", ""},
-		{"Hey Agora - \"quote this\" please", Feedback, "Hey", "\"quote this\" please"},
+		{"Hey Agora - \"quote this\" please", Feedback, "", "\"quote this\" please"},
+		{"Okay, aghora, what is the fire rating?", Feedback, "", "what is the fire rating?"},
+		{"The wall is done. Hey, Agora, listen.", Listen, "The wall is done.", ""},
+		{"They said hey to Agora", Feedback, "They said hey to", ""},
+		{"Okay. Agora, wat nu?", Feedback, "Okay.", "wat nu?"},
 		// Dutch feedback.
 		{"AGORA, wat vind je van deze scheur?", Feedback, "", "wat vind je van deze scheur?"},
+		{"Hé Agora, wat nu?", Feedback, "", "wat nu?"},
+		{"Oké, Agora, wat nu?", Feedback, "", "wat nu?"},
 		{"Agora, klopt het dat de bout los zit?", Feedback, "", "klopt het dat de bout los zit?"},
 		{"De pijler is beschadigd. Agora, moet dit gerepareerd worden?", Feedback, "De pijler is beschadigd.", "moet dit gerepareerd worden?"},
 		{"agora (even checken) de meting", Feedback, "", "(even checken) de meting"},
@@ -43,6 +49,18 @@ func TestMatch(t *testing.T) {
 		{"AGORRA, wat nu?", Feedback, "", "wat nu?"},
 		{"Agorah what now", Feedback, "", "what now"},
 		{"AGORA-wat nu?", Feedback, "", "wat nu?"},
+		// Sound-alikes: one edit from "agora" in one written word, or
+		// "agora" spelled across two or three written words.
+		{"Adora, what is the fire rating?", Feedback, "", "what is the fire rating?"},
+		{"NAGORA, wat nu?", Feedback, "", "wat nu?"},
+		{"Agorav what now", Feedback, "", "what now"},
+		{"Agura, wat nu?", Feedback, "", "wat nu?"},
+		{"in the basement of Gora.", Feedback, "in the basement of", ""}, // the first vowel swallowed
+		{"Ah, gora, what now?", Feedback, "", "what now?"},
+		{"The wall is wide, a gora, log it.", Feedback, "The wall is wide", "log it."},
+		{"ago ra, wat nu?", Feedback, "", "wat nu?"},
+		{"The wall is wide, ag or a log it.", Feedback, "The wall is wide", "log it."},
+		{"Agoraa luister", Listen, "", ""},
 		// Listen.
 		{"AGORA luister", Listen, "", ""},
 		{"Agora, luister.", Listen, "", ""},
@@ -66,7 +84,19 @@ func TestMatch(t *testing.T) {
 		{"ahora mismo", None, "", ""},
 		{"the aurora was bright", None, "", ""},
 		{"a gorilla on the bridge", None, "", ""},
-		{"gora", None, "", ""},
+		{"Angora wool", None, "", ""},
+		{"a trip to Agra", None, "", ""},
+		{"ahora", None, "", ""},
+		{"Zij heeft agora fobie.", None, "", ""}, // a rejected word written split
+		{"agoraphobic", None, "", ""},
+		{"There was a gore a minute ago on the site.", None, "", ""},
+		{"It was fixed a year ago or a bit more.", None, "", ""},
+		{"Two days ago, a crack.", None, "", ""},
+		{"I'm gonna listen", None, "", ""},
+		{"at all", None, "", ""},
+		{"Adore it", None, "", ""},
+		{"a gorge", None, "", ""},
+		{"the aura of the room", None, "", ""},
 		{"two days ago, ramps were checked", None, "", ""},
 		{"", None, "", ""},
 		{"Luister goed naar de trilling.", None, "", ""},
@@ -90,7 +120,7 @@ func TestMatch(t *testing.T) {
 }
 
 func TestCustomConfig(t *testing.T) {
-	r, err := New(Config{Words: []string{"agora", "hey inspector"}, ListenWords: []string{"ga maar luisteren", "stil"}})
+	r, err := New(Config{Words: []string{"agora", "hey inspector", "max"}, ListenWords: []string{"ga maar luisteren", "stil"}, Reject: []string{"adora"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,6 +135,11 @@ func TestCustomConfig(t *testing.T) {
 		{"Agora stil", Listen, ""},
 		{"Agora luister", Feedback, "luister"}, // not configured here
 		{"Hey inspecteur", None, ""},
+		{"Hey inspectors", None, ""}, // several words: as written only
+		{"Adora, wat nu?", None, ""}, // rejected here
+		{"Agura, wat nu?", Feedback, "wat nu?"},
+		{"Max, wat nu?", Feedback, "wat nu?"},
+		{"Mix, wat nu?", None, ""}, // a short word: as written only
 	}
 	for _, tc := range tests {
 		m := r.Match(tc.text)
@@ -127,6 +162,8 @@ func TestValidate(t *testing.T) {
 		{"punctuation only", Config{Words: []string{"agora"}, ListenWords: []string{"luister", "..."}}, "wake.listen_words[1]"},
 		{"duplicate by accent", Config{Words: []string{"agora", "Agorà"}}, "wake.words[1]: \"Agorà\" is the same as wake.words[0]"},
 		{"listen word equals wake word", Config{Words: []string{"agora"}, ListenWords: []string{"AGORA"}}, "wake.listen_words[0]"},
+		{"empty reject", Config{Words: []string{"agora"}, Reject: []string{"angora", "-"}}, "wake.reject[1]"},
+		{"wake word rejected", Config{Words: []string{"agora"}, Reject: []string{"Aggora"}}, "wake.reject[0]: \"Aggora\" rejects wake.words[0]"},
 	}
 	for _, tc := range tests {
 		err := tc.cfg.Validate()
@@ -178,5 +215,43 @@ func TestNoWakeInReferenceTranscripts(t *testing.T) {
 	}
 	if checked < 50 {
 		t.Fatalf("only %d transcripts in the manifest, want the full set", checked)
+	}
+}
+
+// minWhisperTranscripts: transcripts per model in testdata/whisper-clips.tsv
+// (all 172 clips; one gives base no text).
+const minWhisperTranscripts = 170
+
+// What real Whisper wrote for the shared clips (testdata/whisper-clips.tsv:
+// system, clip, text; issue 15): English, Dutch, German, French, Spanish
+// speech, commands, wake words of other assistants, noise. None of it says
+// "agora", so every match is a false alarm, a listen buffer wrongly sent.
+func TestNoWakeInWhisperTranscripts(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("testdata", "whisper-clips.tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := New(DefaultConfig())
+	perSystem := map[string]int{}
+	for i, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		cols := strings.SplitN(line, "\t", 3)
+		if len(cols) != 3 {
+			t.Fatalf("testdata/whisper-clips.tsv line %d: %d columns, want 3", i+1, len(cols))
+		}
+		perSystem[cols[0]]++
+		if m := r.Match(cols[2]); m.Action != None {
+			t.Errorf("%s on %s: %q matched %s on %q", cols[0], cols[1], cols[2], m.Action, m.Phrase)
+		}
+	}
+	for system, n := range perSystem {
+		if n < minWhisperTranscripts {
+			t.Errorf("%s: %d transcripts, want all clips", system, n)
+		}
+	}
+	if len(perSystem) < 2 {
+		t.Errorf("transcripts of %d systems, want tiny.en and base", len(perSystem))
 	}
 }

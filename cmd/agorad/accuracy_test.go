@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"math/rand"
 	"path/filepath"
 	"strings"
@@ -29,16 +30,25 @@ import (
 var (
 	// Measured (tiny.en, f16, greedy): sentences 6.3 %, commands 26.3 %,
 	// wake words 20.8 %, all 13.5 %; faster-whisper int8 on the same
-	// weights 6.3 / 25.5 / 25.0 / 13.5 %.
+	// weights 6.3 / 25.5 / 25.0 / 13.5 %. The tests run the q8_0 import
+	// (testaudio.RealModel): 13.3 % all, one call per utterance.
 	maxWERTinyEn    = map[string]float64{wer.Sentences: 9, wer.Commands: 30, wer.WakeWords: 26}
 	maxWERTinyEnAll = 16.5
+	// maxPackedWERLoss: points of WER packing the 68 clips' utterances into
+	// shared whisper windows may cost against one call per utterance.
+	// Measured: packing gains (f16: 10.5 % packed, 13.0 % alone), whisper
+	// hears each short command with its neighbours as context.
+	maxPackedWERLoss = 1.0
 	// maxLangErrors: English commands (of 33) that base may label Dutch.
 	// Measured on 8 of them (the shortest): 0; the Dutch recordings: 3 of 3
 	// nl. Open detection labelled short English clips ja/ur/ru/hi.
 	maxLangErrors = 3
-	// minWakeHits: wake phrases (of 11) detected in the espeak-ng sentences
-	// (measured with the adora/argoer aliases: tiny.en 2, base 1).
-	minWakeHits = map[string]int{"tiny.en": 2, "base": 1}
+	// minWakeHits: wake phrases detected in the espeak-ng sentences, the
+	// measured figures (issue 15's wake note): tiny.en 3 of its 8 English
+	// ones ("…wide, agora, log it…", "…basement, agora.", "Hey Agora, …"),
+	// base 2 of 15 ("Hey, Agora, …", "Hey, Adora! Listen!"; espeak's Dutch
+	// it hears as English: "Hey, vlogger, …"). No false alarm in 5 near-misses.
+	minWakeHits = map[string]int{"tiny.en": 3, "base": 2}
 )
 
 // realRun transcribes samples through the pipeline and returns its output.
@@ -102,6 +112,25 @@ func (r *realRun) file(t *testing.T, path string) []utteranceJSON {
 	return r.run(t, filepath.Base(path), s)
 }
 
+// recordingTranscriber keeps the utterances the segmenter gives it.
+type recordingTranscriber struct{ utts [][]float32 }
+
+func (r *recordingTranscriber) Transcribe(ctx context.Context, s []float32) (transcribe.Result, error) {
+	r.utts = append(r.utts, s)
+	return transcribe.Result{}, nil
+}
+
+func (r *recordingTranscriber) Close() error { return nil }
+
+func readClip(t *testing.T, name string) []float32 {
+	t.Helper()
+	s, err := audio.ReadFile(testaudio.Clip(t, name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 func joined(utts []utteranceJSON) string {
 	var parts []string
 	for _, u := range utts {
@@ -141,6 +170,44 @@ func TestRealWERClips(t *testing.T) {
 	en := wer.English(clips)
 	all, groups := wer.Report(en, hyp)
 	t.Logf("tiny.en WER all %v", all)
+	// The same utterances packed across clips into shared windows (as a
+	// backlog in the daemon or a long file): each clip's text comes from the
+	// split of a window it shares with its neighbours.
+	var utts [][]float32
+	var owner []string
+	for _, c := range en {
+		rec := &recordingTranscriber{}
+		if err := transcribeSamples(context.Background(), c.File, readClip(t, c.File), r.det, rec, r.rules, json.NewEncoder(io.Discard)); err != nil {
+			t.Fatal(err)
+		}
+		for _, u := range rec.utts {
+			utts = append(utts, u)
+			owner = append(owner, c.File)
+		}
+	}
+	res, err := r.tr.TranscribeBatch(context.Background(), utts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	packedHyp := map[string]string{}
+	for i, x := range res {
+		if x.Text != "" {
+			packedHyp[owner[i]] = strings.TrimSpace(packedHyp[owner[i]] + " " + x.Text)
+		}
+	}
+	packed, packedGroups := wer.Report(en, packedHyp)
+	t.Logf("tiny.en WER packed (%d utterances) %v", len(utts), packed)
+	for _, g := range wer.GroupNames {
+		t.Logf("  %s: %v", g, packedGroups[g])
+	}
+	for _, c := range en {
+		if packedHyp[c.File] != hyp[c.File] {
+			t.Logf("%s: packed %q, alone %q", c.File, packedHyp[c.File], hyp[c.File])
+		}
+	}
+	if packed.WER() > all.WER()+maxPackedWERLoss {
+		t.Errorf("packed WER %.1f %%, one call per utterance %.1f %%: packing costs more than %.1f points", packed.WER(), all.WER(), maxPackedWERLoss)
+	}
 	for _, g := range wer.GroupNames {
 		t.Logf("  %s: %v", g, groups[g])
 	}
@@ -218,6 +285,17 @@ type wakeSentence struct {
 	want        wake.Action
 }
 
+// wakeVoices: how the sentences are spoken. en-us says "Agora" as the
+// dictionary does ('ago@r@, stress on the first syllable), nl as a Dutch
+// speaker reads the name (a:Q'o:ra:). 140 words a minute, espeak-ng's
+// default being 175: the pace of someone talking to a device, which both
+// models also hear better (issue 15's note: tiny.en 2 of 6 English wake
+// sentences at 140, 1 of 6 at 175, same voice and text).
+var wakeVoices = map[string][]string{
+	"en": {"-v", "en-us", "-s", "140"},
+	"nl": {"-v", "nl", "-s", "140"},
+}
+
 // wakeSentences: "Agora" at the start, middle and end, the switch back, and
 // near-misses that must not wake the device.
 var wakeSentences = []wakeSentence{
@@ -227,11 +305,16 @@ var wakeSentences = []wakeSentence{
 	{"en", "Agora.", wake.Feedback},
 	{"en", "Agora, listen.", wake.Listen},
 	{"en", "Agora listen.", wake.Listen},
+	// With a greeting first, as people address an assistant.
+	{"en", "Hey Agora, what is the fire rating of this door?", wake.Feedback},
+	{"en", "Hey Agora, listen.", wake.Listen},
 	{"nl", "Agora, wat is de brandwerendheid van deze deur?", wake.Feedback},
 	{"nl", "De scheur in de noordgevel is tien millimeter breed, Agora, noteer het als ernstig.", wake.Feedback},
 	{"nl", "Noteer de vochtmeting in de kelder, Agora.", wake.Feedback},
 	{"nl", "Agora, luister.", wake.Listen},
 	{"nl", "Agora luister.", wake.Listen},
+	{"nl", "Hé Agora, wat is de brandwerendheid van deze deur?", wake.Feedback},
+	{"nl", "Hé Agora, luister.", wake.Listen},
 	{"nl", "De bewoner heeft last van agorafobie in kleine ruimtes.", wake.None},
 	{"en", "The insulation is made of angora wool.", wake.None},
 	{"en", "There was a gore a minute ago on the site.", wake.None},
@@ -240,16 +323,24 @@ var wakeSentences = []wakeSentence{
 }
 
 // The wake phrase on real recognition: espeak-ng sentences through the
-// pipeline with tiny.en and base. Detection and false-alarm rates are logged;
-// near-misses must never wake the device, detection must not fall below
-// the measured rate.
+// pipeline with tiny.en (English only: it cannot hear Dutch, so only the
+// Dutch near-misses go to it) and base (both languages). Detection and
+// false-alarm rates are logged; near-misses must never wake the device,
+// detection must not fall below the measured rate.
 func TestRealWakePhrases(t *testing.T) {
-	for _, m := range []struct{ model, lang string }{{"tiny.en", "en"}, {"base", "auto"}} {
+	for _, m := range []struct {
+		model, lang string
+		dutch       bool
+	}{{"tiny.en", "en", false}, {"base", "auto", true}} {
 		t.Run(m.model, func(t *testing.T) {
 			r := newRealRun(t, m.model, m.lang)
 			var hits, wakes, alarms, negatives int
 			for _, s := range wakeSentences {
-				utts := r.run(t, s.text, testaudio.Concat(testaudio.Silence(500), testaudio.Speak(t, s.voice, s.text), testaudio.Silence(1500)))
+				if s.voice == "nl" && s.want != wake.None && !m.dutch {
+					continue
+				}
+				speech := testaudio.SpeakArgs(t, s.text, wakeVoices[s.voice]...)
+				utts := r.run(t, s.text, testaudio.Concat(testaudio.Silence(500), speech, testaudio.Silence(1500)))
 				got, text := wake.None, joined(utts)
 				for _, u := range utts {
 					if u.Wake != nil && got == wake.None {
@@ -278,9 +369,9 @@ func TestRealWakePhrases(t *testing.T) {
 				}
 			}
 			t.Logf("%s: %d of %d wake phrases detected, %d false alarms in %d near-misses", m.model, hits, wakes, alarms, negatives)
-			// espeak-ng's "Agora" is hard for these small models (tiny.en
-			// hears "I'm gonna", "Ah boy"; espeak's Dutch is close to
-			// unintelligible): the floor is the measured rate (issue 15).
+			// espeak-ng's "Agora" is hard for these small models (at the
+			// start of a sentence tiny.en hears "And what is ...", "Ah, go
+			// ahead"); the floor is the measured rate (issue 15).
 			if hits < minWakeHits[m.model] {
 				t.Errorf("%s: %d of %d wake phrases detected, want at least %d", m.model, hits, wakes, minWakeHits[m.model])
 			}

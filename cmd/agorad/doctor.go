@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"math"
 	"os"
 	"os/user"
@@ -19,6 +20,7 @@ import (
 
 	"github.com/agora/agorad/audio"
 	"github.com/agora/agorad/buffer"
+	"github.com/agora/agorad/cmd/agorad/internal/evdev"
 	"github.com/agora/agorad/configs"
 	"github.com/agora/agorad/sync/uplink"
 	"github.com/agora/agorad/transcribe/model"
@@ -35,9 +37,15 @@ type check struct {
 
 // doctorEnv lets tests replace what touches hardware and the clock.
 type doctorEnv struct {
-	now        func() time.Time
-	openMic    func(ctx context.Context, device string) (audio.Source, error)
-	brokerWait time.Duration
+	now         func() time.Time
+	openMic     func(ctx context.Context, device string) (audio.Source, error)
+	openSpeaker func(device string) error
+	brokerWait  time.Duration
+	// pttWait > 0: wait this long for the technician to press the
+	// push-to-talk key (--ptt-wait).
+	pttWait time.Duration
+	// audioNoise keeps what the audio libraries print on stderr (-v).
+	audioNoise bool
 }
 
 func realDoctorEnv() doctorEnv {
@@ -45,6 +53,13 @@ func realDoctorEnv() doctorEnv {
 		now: time.Now,
 		openMic: func(ctx context.Context, device string) (audio.Source, error) {
 			return audio.OpenCapture(ctx, audio.CaptureOptions{Device: device})
+		},
+		openSpeaker: func(device string) error {
+			p, err := audio.OpenPlayer(audio.PlayerOptions{Device: device, Volume: 0})
+			if err != nil {
+				return err
+			}
+			return p.Close()
 		},
 		brokerWait: 3 * time.Second,
 	}
@@ -57,8 +72,13 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer, env
 	fs.SetOutput(stderr)
 	cfgPath := fs.String("c", "/etc/agorad/agorad.yaml", "configuration file")
 	asJSON := fs.Bool("json", false, "JSON output (one object with a checks array)")
+	fs.BoolVar(&env.audioNoise, "v", env.audioNoise, "keep the audio libraries' own messages (ALSA, JACK probing) on stderr")
+	fs.DurationVar(&env.pttWait, "ptt-wait", env.pttWait, "wait up to this long (e.g. 10s) for a press of the push-to-talk key")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
+	}
+	if *asJSON && env.pttWait > 0 {
+		fmt.Fprintf(stderr, "agorad doctor: press the push-to-talk key within %s\n", env.pttWait)
 	}
 	checks := runDoctor(ctx, *cfgPath, env)
 	failed := false
@@ -109,9 +129,38 @@ func runDoctor(ctx context.Context, cfgPath string, env doctorEnv) []check {
 	add(checkDisk(cfg))
 	add(checkStore(cfg))
 	add(checkGroups())
-	add(checkMic(ctx, cfg, env))
-	add(checkPTT(cfg))
+	// PortAudio's probing of ALSA and JACK prints dozens of lines on stderr
+	// (C libraries, not our logger), which would bury the one line per check.
+	quiet := quietStderr
+	if env.audioNoise {
+		quiet = func(f func()) { f() }
+	}
+	quiet(func() { add(checkMic(ctx, cfg, env)) })
+	quiet(func() { add(checkSpeaker(cfg, env)) })
+	add(checkPTT(ctx, cfg, env.pttWait))
 	return out
+}
+
+// quietStderr runs f with file descriptor 2 on /dev/null.
+func quietStderr(f func()) {
+	null, err := os.OpenFile(os.DevNull, os.O_WRONLY, 0)
+	if err != nil {
+		f()
+		return
+	}
+	defer null.Close()
+	saved, err := syscall.Dup(2)
+	if err != nil {
+		f()
+		return
+	}
+	defer syscall.Close(saved)
+	if err := syscall.Dup3(int(null.Fd()), 2, 0); err != nil {
+		f()
+		return
+	}
+	defer syscall.Dup3(saved, 2, 0)
+	f()
 }
 
 // checkClock: TLS certificates and record timestamps need a sane clock; a
@@ -137,6 +186,15 @@ func checkModel(kind, name, dir string) check {
 		return check{kind + " model", "fail", fmt.Sprintf("read %s: %v", path, err), "check the file's permissions (readable by user agorad)"}
 	}
 	if sum != e.SHA256 {
+		// An imported model (agorad model import, make models) is not the
+		// catalog's file; the SHA256SUMS written beside it at import vouches
+		// for it instead.
+		if listed, ok := listedSum(filepath.Join(filepath.Dir(path), "SHA256SUMS"), filepath.Base(path)); ok {
+			if listed == sum {
+				return check{kind + " model", "ok", path + " (sha256 matches the SHA256SUMS beside it: an imported model)", ""}
+			}
+			return check{kind + " model", "fail", fmt.Sprintf("%s: sha256 %s, SHA256SUMS beside it says %s (damaged or partial)", path, sum, listed), "copy or import the model again (make models; agorad model import)"}
+		}
 		// Catalog aliases (shared test copies) are other files: only the
 		// catalog's own file name must match.
 		if filepath.Base(path) == e.File {
@@ -145,6 +203,21 @@ func checkModel(kind, name, dir string) check {
 		return check{kind + " model", "warn", fmt.Sprintf("%s: not the catalog's file (sha256 differs)", path), ""}
 	}
 	return check{kind + " model", "ok", path + " (sha256 matches the catalog)", ""}
+}
+
+// listedSum looks name up in a sha256sum-style file.
+func listedSum(sumsFile, name string) (string, bool) {
+	b, err := os.ReadFile(sumsFile)
+	if err != nil {
+		return "", false
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		f := strings.Fields(l)
+		if len(f) == 2 && strings.TrimPrefix(f[1], "*") == name {
+			return f[0], true
+		}
+	}
+	return "", false
 }
 
 // checkBroker connects with the configured TLS and credentials, publishes
@@ -216,26 +289,38 @@ func checkDisk(cfg *configs.Config) check {
 	return check{"disk", "ok", detail, ""}
 }
 
-// checkStore opens the store and reads its counts; while the daemon runs it
-// holds the store, and agoractl status is the check then.
+// checkStore runs the store's integrity check (what `agorad store check`
+// does: every file, key, value and checksum, on a working copy, so it also
+// runs beside the daemon and never changes the store).
 func checkStore(cfg *configs.Config) check {
 	dir := filepath.Join(cfg.StateDir, "store")
 	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
 		return check{"store", "ok", dir + " not created yet (first start creates it)", ""}
 	}
-	s, err := buffer.Open(dir, buffer.Options{})
-	if err != nil {
-		if strings.Contains(err.Error(), "lock") {
-			return check{"store", "skip", dir + " is held by the running daemon", "agoractl status shows its counts"}
+	var key []byte
+	if cfg.Storage.EncryptionKeyFile != "" {
+		var err error
+		if key, err = buffer.ReadKeyFile(cfg.Storage.EncryptionKeyFile); err != nil {
+			return check{"store", "fail", "storage.encryption_key_file: " + err.Error(), "restore the key file (the store cannot be read without it)"}
 		}
-		return check{"store", "fail", err.Error(), "see docs/storage.md (recovery)"}
 	}
-	defer s.Close()
-	st, err := s.Stats()
+	r, err := buffer.Check(dir, buffer.CheckOptions{EncryptionKey: key})
 	if err != nil {
-		return check{"store", "fail", err.Error(), "see docs/storage.md (recovery)"}
+		return check{"store", "fail", err.Error(), "agorad store check -c FILE names what is wrong; see docs/storage.md (recovery)"}
 	}
-	return check{"store", "ok", fmt.Sprintf("%d buffered, %d outbox, %d journaled audio, %d MiB", st.Listen, st.OutboxControl+st.OutboxData, st.JournalPending, st.StoredBytes>>20), ""}
+	if r.Damaged() {
+		var what []string
+		what = append(what, r.Files...)
+		what = append(what, r.Unreadable...)
+		for _, s := range []string{r.Identity, r.RolledBack} {
+			if s != "" {
+				what = append(what, s)
+			}
+		}
+		return check{"store", "fail", fmt.Sprintf("%s is damaged: %s", dir, strings.Join(what, "; ")),
+			"agorad store salvage --to NEWDIR copies what is readable into a new store (docs/storage.md)"}
+	}
+	return check{"store", "ok", fmt.Sprintf("%s intact: %d buffered, %d outbox, %d journaled audio", dir, r.Listen, r.Outbox, r.Journal), ""}
 }
 
 // checkGroups: agoractl needs group agorad (the socket is 0660), the
@@ -301,7 +386,21 @@ func checkMic(ctx context.Context, cfg *configs.Config, env doctorEnv) check {
 	return check{"microphone", "ok", detail, ""}
 }
 
-func checkPTT(cfg *configs.Config) check {
+// checkSpeaker opens the playback device the earcons and replies use.
+func checkSpeaker(cfg *configs.Config, env doctorEnv) check {
+	if !cfg.Sounds.Enabled && !cfg.Replies.Enabled {
+		return check{"speaker", "skip", "sounds and replies are off", ""}
+	}
+	dev := cfg.Sounds.Device
+	if err := env.openSpeaker(dev); err != nil {
+		return check{"speaker", "fail", fmt.Sprintf("open %q: %v", dev, err), "agorad devices lists the outputs; check sounds.device and membership of group audio"}
+	}
+	return check{"speaker", "ok", fmt.Sprintf("%q opens", dev), ""}
+}
+
+// checkPTT opens the push-to-talk device; with wait > 0 it waits that long
+// for the technician to press the configured key.
+func checkPTT(ctx context.Context, cfg *configs.Config, wait time.Duration) check {
 	p := cfg.Input.PTT
 	if !p.Enabled || p.EvdevDevice == "" {
 		return check{"push-to-talk", "skip", "no evdev key configured", ""}
@@ -311,5 +410,24 @@ func checkPTT(cfg *configs.Config) check {
 		return check{"push-to-talk", "fail", err.Error(), "check input.ptt.evdev_device and membership of group input"}
 	}
 	f.Close()
-	return check{"push-to-talk", "ok", p.EvdevDevice + " readable", ""}
+	if wait <= 0 {
+		return check{"push-to-talk", "ok", fmt.Sprintf("%s readable; key %d not tested (agorad doctor --ptt-wait 10s, then press it)", p.EvdevDevice, p.KeyCode), ""}
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	seen := false
+	err = evdev.Watch(ctx, p.EvdevDevice, evdev.Options{Code: uint16(p.KeyCode), Logger: slog.New(slog.DiscardHandler)}, func(e evdev.Event) {
+		if e.Down {
+			seen = true
+			cancel()
+		}
+	})
+	switch {
+	case seen:
+		return check{"push-to-talk", "ok", fmt.Sprintf("%s: key %d seen", p.EvdevDevice, p.KeyCode), ""}
+	case err != nil:
+		return check{"push-to-talk", "fail", err.Error(), "check input.ptt.evdev_device and membership of group input"}
+	}
+	return check{"push-to-talk", "fail", fmt.Sprintf("%s: key %d not pressed within %s", p.EvdevDevice, p.KeyCode, wait),
+		"check input.ptt.key_code (evtest " + p.EvdevDevice + " shows the code the key sends) or the device"}
 }

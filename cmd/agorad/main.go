@@ -47,8 +47,9 @@ commands:
   model fetch NAME         download a model from the catalog into ./models
   model import DIR         convert a CTranslate2 (faster-whisper) Whisper model to ggml
   model list               list the models in the catalog
-  doctor [-c FILE] [--json] check config, models, broker, disk, store, groups, microphone
+  doctor [-c FILE] [--json] [--ptt-wait D] [-v]  check config, models, broker, disk, store, microphone, speaker, key
   store check|salvage|rekey  verify, rescue or re-key the store (agorad store for flags)
+  completion bash          print a bash completion script
   version                  print the version
   help                     print this help
 `
@@ -73,6 +74,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return cmdModel(ctx, rest, stdout, stderr)
 	case "store":
 		return cmdStore(ctx, rest, stdout, stderr)
+	case "completion":
+		return cmdCompletion(ctx, rest, stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintf(stdout, "agorad %s%s\n", version, revision())
 		return exitOK

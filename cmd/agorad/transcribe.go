@@ -34,6 +34,12 @@ type utteranceTranscriber interface {
 	Close() error
 }
 
+// batchTranscriber packs utterances that are waiting together into shared
+// whisper windows (transcribe.Transcriber.TranscribeBatch).
+type batchTranscriber interface {
+	TranscribeBatch(ctx context.Context, utts [][]float32) ([]transcribe.Result, error)
+}
+
 // prober is a voice activity detector the segmenter can own.
 type prober interface {
 	segment.Prober
@@ -91,6 +97,7 @@ func cmdTranscribe(ctx context.Context, args []string, stdout, stderr io.Writer,
 	lang := fs.String("lang", "auto", "language: nl, en or auto")
 	threads := fs.Int("threads", 0, "whisper threads (0: all cores)")
 	prompt := fs.String("prompt", "", "initial prompt for whisper (default none)")
+	pack := fs.Bool("pack", true, "pack consecutive utterances into shared 30 s whisper windows (one call per window, not per utterance)")
 	verbose := fs.Bool("v", false, "log debug details (whisper's own logging included) on stderr")
 	fs.Usage = func() {
 		fmt.Fprintln(stderr, "usage: agorad transcribe [flags] FILE...\n\nWrites one JSON object per utterance on stdout.")
@@ -153,8 +160,12 @@ func cmdTranscribe(ctx context.Context, args []string, stdout, stderr io.Writer,
 	enc := json.NewEncoder(stdout)
 	enc.SetEscapeHTML(false)
 	code := exitOK
+	var run utteranceTranscriber = tr
+	if !*pack {
+		run = onePerCall{tr}
+	}
 	for _, file := range files {
-		if err := transcribeFile(ctx, file, det, tr, rules, enc); err != nil {
+		if err := transcribeFile(ctx, file, det, run, rules, enc); err != nil {
 			fmt.Fprintf(stderr, "agorad transcribe: %v\n", err)
 			code = exitFailed
 			if ctx.Err() != nil {
@@ -164,6 +175,9 @@ func cmdTranscribe(ctx context.Context, args []string, stdout, stderr io.Writer,
 	}
 	return code
 }
+
+// onePerCall hides TranscribeBatch: one whisper call per utterance (--pack=false).
+type onePerCall struct{ utteranceTranscriber }
 
 // resolveFlag treats a value that names an existing file or contains a path
 // separator as a path, anything else as a model name.
@@ -226,28 +240,72 @@ func transcribeSource(ctx context.Context, file string, src audio.Source, det pr
 	if err != nil {
 		return fmt.Errorf("%s: segmenter: %w", file, err)
 	}
+	write := func(u segment.Utterance, res transcribe.Result) error {
+		out := utteranceJSON{
+			File:         file,
+			StartMS:      u.SpeechStart * 1000 / audio.SampleRate,
+			EndMS:        u.SpeechEnd * 1000 / audio.SampleRate,
+			Text:         res.Text,
+			Lang:         res.Lang,
+			Confidence:   math.Round(res.Confidence*1000) / 1000,
+			ProcessingMS: res.ProcessingTime.Milliseconds(),
+			Split:        u.Split,
+			Rejected:     res.Rejected,
+		}
+		if m := rules.Match(res.Text); m.Action != wake.None {
+			out.Wake = &wakeJSON{Action: m.Action, Remainder: m.Remainder, Before: m.Before}
+		}
+		if err := enc.Encode(out); err != nil {
+			return fmt.Errorf("write result: %w", err)
+		}
+		return nil
+	}
+	// With a batch transcriber utterances wait until a whisper window is
+	// full (or the file ends) and go through whisper together.
+	batch, _ := tr.(batchTranscriber)
+	var pending []segment.Utterance
+	var pendingLen int // samples, gaps included
+	gap, window := int(transcribe.PackGap*audio.SampleRate/time.Second), int(transcribe.PackWindow*audio.SampleRate/time.Second)
+	flush := func() error {
+		if len(pending) == 0 {
+			return nil
+		}
+		utts := make([][]float32, len(pending))
+		for i, u := range pending {
+			utts[i] = u.Samples
+		}
+		results, err := batch.TranscribeBatch(ctx, utts)
+		for i, res := range results {
+			if err := write(pending[i], res); err != nil {
+				return err
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("%s: utterance at %s: %w", file, msDuration(pending[len(results)].SpeechStart), err)
+		}
+		pending, pendingLen = pending[:0], 0
+		return nil
+	}
 	emit := func(utts []segment.Utterance) error {
 		for _, u := range utts {
+			if batch != nil {
+				if pendingLen > 0 && pendingLen+gap+len(u.Samples) > window {
+					if err := flush(); err != nil {
+						return err
+					}
+				}
+				if pendingLen > 0 {
+					pendingLen += gap
+				}
+				pending, pendingLen = append(pending, u), pendingLen+len(u.Samples)
+				continue
+			}
 			res, err := tr.Transcribe(ctx, u.Samples)
 			if err != nil {
 				return fmt.Errorf("%s: utterance at %s: %w", file, msDuration(u.SpeechStart), err)
 			}
-			out := utteranceJSON{
-				File:         file,
-				StartMS:      u.SpeechStart * 1000 / audio.SampleRate,
-				EndMS:        u.SpeechEnd * 1000 / audio.SampleRate,
-				Text:         res.Text,
-				Lang:         res.Lang,
-				Confidence:   math.Round(res.Confidence*1000) / 1000,
-				ProcessingMS: res.ProcessingTime.Milliseconds(),
-				Split:        u.Split,
-				Rejected:     res.Rejected,
-			}
-			if m := rules.Match(res.Text); m.Action != wake.None {
-				out.Wake = &wakeJSON{Action: m.Action, Remainder: m.Remainder, Before: m.Before}
-			}
-			if err := enc.Encode(out); err != nil {
-				return fmt.Errorf("write result: %w", err)
+			if err := write(u, res); err != nil {
+				return err
 			}
 		}
 		return nil
@@ -271,7 +329,13 @@ func transcribeSource(ctx context.Context, file string, src audio.Source, det pr
 			return err
 		}
 	}
-	return emit(seg.Flush())
+	if err := emit(seg.Flush()); err != nil {
+		return err
+	}
+	if batch != nil {
+		return flush()
+	}
+	return nil
 }
 
 func msDuration(offset int64) time.Duration {

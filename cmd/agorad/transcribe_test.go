@@ -25,7 +25,8 @@ type fakePipeline struct {
 	missing  map[string]bool // model names/paths that do not resolve
 	opts     transcribe.Options
 	calls    *int
-	failCall int // 1-based call that fails; 0 none
+	failCall int    // 1-based call that fails; 0 none
+	batches  *[]int // with batching: the size of each TranscribeBatch call
 }
 
 func (f *fakePipeline) Resolve(kind, name, path string) (string, error) {
@@ -40,7 +41,27 @@ func (f *fakePipeline) Resolve(kind, name, path string) (string, error) {
 
 func (f *fakePipeline) Transcriber(opts transcribe.Options) (utteranceTranscriber, error) {
 	f.opts = opts
+	if f.batches != nil {
+		return &fakeBatcher{fakeTranscriber{f: f}}, nil
+	}
 	return &fakeTranscriber{f: f}, nil
+}
+
+// fakeBatcher is a fakeTranscriber that also takes batches (one scripted
+// text per utterance, in order), recording their sizes.
+type fakeBatcher struct{ fakeTranscriber }
+
+func (b *fakeBatcher) TranscribeBatch(ctx context.Context, utts [][]float32) ([]transcribe.Result, error) {
+	*b.f.batches = append(*b.f.batches, len(utts))
+	var out []transcribe.Result
+	for _, u := range utts {
+		r, err := b.Transcribe(ctx, u)
+		if err != nil {
+			return out, err
+		}
+		out = append(out, r)
+	}
+	return out, nil
 }
 
 func (f *fakePipeline) VAD(path string) (prober, error) { return energyProber{}, nil }
@@ -279,5 +300,44 @@ func TestTranscribeRealJFK(t *testing.T) {
 	}
 	if last := lines[len(lines)-1]["end_ms"].(float64); last < 9500 {
 		t.Errorf("last speech ends at %v ms, want about 10500", last)
+	}
+}
+
+// Utterances are packed per file, a window at most transcribe.PackWindow of
+// audio, and come out one line each, in order, as without packing.
+func TestTranscribePacked(t *testing.T) {
+	dir := t.TempDir()
+	var parts [][]float32
+	for range 4 { // four 10 s utterances: two fit a window (10 + gap + 10 s)
+		parts = append(parts, testaudio.Silence(500), tone(10000), testaudio.Silence(2000))
+	}
+	long := writeWAV(t, filepath.Join(dir, "long.wav"), testaudio.Concat(parts...))
+	short := writeWAV(t, filepath.Join(dir, "short.wav"), testaudio.Concat(testaudio.Silence(500), tone(800), testaudio.Silence(2000), tone(900), testaudio.Silence(2000), tone(700), testaudio.Silence(1500)))
+	texts := []string{"one", "two", "three", "four", "five", "six", "seven"}
+	run := func(args ...string) ([]map[string]any, []int, int) {
+		calls := 0
+		batches := []int{}
+		p := &fakePipeline{calls: &calls, texts: texts, batches: &batches}
+		var out, errOut bytes.Buffer
+		if code := cmdTranscribe(context.Background(), append(args, long, short), &out, &errOut, p); code != exitOK {
+			t.Fatalf("exit %d: %s", code, errOut.String())
+		}
+		return decodeLines(t, out.String()), batches, calls
+	}
+	packed, batches, calls := run()
+	if want := []int{2, 2, 3}; fmt.Sprint(batches) != fmt.Sprint(want) {
+		t.Errorf("batches %v, want %v (two 10 s utterances per window, a new file starts a new batch)", batches, want)
+	}
+	unpacked, none, calls1 := run("--pack=false")
+	if len(none) != 0 || calls1 != 7 || calls != 7 {
+		t.Errorf("--pack=false: %d batches, %d calls; packed %d calls", len(none), calls1, calls)
+	}
+	if len(packed) != 7 || fmt.Sprint(packed) != fmt.Sprint(unpacked) {
+		t.Errorf("packed output differs from unpacked:\n%v\n%v", packed, unpacked)
+	}
+	for i, l := range packed {
+		if l["text"] != texts[i] {
+			t.Errorf("line %d: %v, want text %q (order kept)", i, l, texts[i])
+		}
 	}
 }

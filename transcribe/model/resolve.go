@@ -78,12 +78,17 @@ func resolveIn(kind, name string, dirs []string) (string, error) {
 		candidates = append(candidates, name)
 	} else {
 		files := []string{name}
-		if e, ok := Lookup(name); ok && e.Kind == kind {
+		e, inCatalog := Lookup(name)
+		if inCatalog && e.Kind == kind {
 			for _, f := range append([]string{e.File}, e.Aliases...) {
 				if f != name {
 					files = append(files, f)
 				}
 			}
+		} else if !inCatalog && !strings.HasSuffix(name, ".bin") {
+			// A model outside the catalog under whisper.cpp's naming, as
+			// `make models` imports them: "base-q8_0" is ggml-base-q8_0.bin.
+			files = append(files, "ggml-"+name+".bin")
 		}
 		for _, dir := range dirs {
 			for _, f := range files {

@@ -38,3 +38,22 @@ func TestDefaultModelDirsUnderSystemd(t *testing.T) {
 		t.Errorf("in a checkout the search starts at %q, want its models/", dirs[0])
 	}
 }
+
+// TestResolveImportedName: a name outside the catalog finds the file under
+// whisper.cpp's naming (make models imports base as ggml-base-q8_0.bin), and
+// the error lists both names looked for.
+func TestResolveImportedName(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "ggml-base-q8_0.bin")
+	if err := os.WriteFile(path, make([]byte, 1024), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	got, err := ResolveIn("whisper", "base-q8_0", dir)
+	if err != nil || got != path {
+		t.Errorf("ResolveIn(base-q8_0) = %q, %v; want %s", got, err, path)
+	}
+	_, err = ResolveIn("whisper", "small-q8_0", dir)
+	if err == nil || !strings.Contains(err.Error(), filepath.Join(dir, "ggml-small-q8_0.bin")) || !strings.Contains(err.Error(), filepath.Join(dir, "small-q8_0")) {
+		t.Errorf("missing small-q8_0: %v, want both names listed", err)
+	}
+}

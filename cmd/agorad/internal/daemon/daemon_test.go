@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"path/filepath"
@@ -157,5 +158,92 @@ func TestFileInputEnds(t *testing.T) {
 				t.Fatalf("drained with %d entries left", n)
 			}
 		})
+	}
+}
+
+// batchingTranscriber is a recordingTranscriber that also takes batches,
+// naming each utterance after its level ("note 25" for 0.25).
+type batchingTranscriber struct {
+	mu      sync.Mutex
+	single  int
+	batches []int
+}
+
+func (b *batchingTranscriber) result(s []float32) transcribe.Result {
+	return transcribe.Result{Text: fmt.Sprintf("note %d", int(math.Round(float64(s[0])*100))), Lang: "en", AudioDuration: samplesDur(int64(len(s)))}
+}
+
+func (b *batchingTranscriber) Transcribe(ctx context.Context, s []float32) (transcribe.Result, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.single++
+	return b.result(s), nil
+}
+
+func (b *batchingTranscriber) TranscribeBatch(ctx context.Context, utts [][]float32) ([]transcribe.Result, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.batches = append(b.batches, len(utts))
+	var out []transcribe.Result
+	for _, s := range utts {
+		out = append(out, b.result(s))
+	}
+	return out, nil
+}
+
+func (b *batchingTranscriber) Close() error { return nil }
+
+// TestJournaledBacklogIsPacked: a backlog of journaled utterances goes to
+// whisper packed, as many as fit one window per call (one longer than the
+// window alone), and every utterance is routed on its own, in order, its
+// journal entry released.
+func TestJournaledBacklogIsPacked(t *testing.T) {
+	cfg := testConfig(t, "tcp://127.0.0.1:1") // no broker needed
+	cfg.Input.Source = "none"
+	st, err := buffer.Open(filepath.Join(cfg.StateDir, "store"), buffer.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	level := func(l float32, d time.Duration) []float32 {
+		s := make([]float32, int(d.Seconds()*audio.SampleRate))
+		for i := range s {
+			s[i] = l
+		}
+		return s
+	}
+	t0 := time.Now().Add(-time.Minute)
+	for i, u := range [][]float32{level(0.11, time.Second), level(0.12, 2*time.Second), level(0.13, 31*time.Second), level(0.14, time.Second), level(0.15, time.Second)} {
+		if _, err := st.JournalAudio(u, t0.Add(time.Duration(i)*time.Second)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+
+	whisper := &batchingTranscriber{}
+	o := testOptions(cfg)
+	o.Transcriber = whisper
+	d, _ := startDaemon(t, o)
+	want := []string{"note 11", "note 12", "note 13", "note 14", "note 15"}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		recs, _ := d.store.ListListen(0)
+		pend, _ := d.store.PendingAudio()
+		if len(recs) == len(want) && len(pend) == 0 {
+			for i, r := range recs {
+				if r.Text != want[i] {
+					t.Errorf("listen buffer entry %d: %q, want %q (order of the audio)", i, r.Text, want[i])
+				}
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("listen buffer %+v, journal %d entries: want %d notes stored and the journal empty", recs, len(pend), len(want))
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	whisper.mu.Lock()
+	defer whisper.mu.Unlock()
+	if fmt.Sprint(whisper.batches) != "[2 2]" || whisper.single != 1 {
+		t.Errorf("batches %v and %d single calls, want [2 2] and 1 (the 31 s utterance alone)", whisper.batches, whisper.single)
 	}
 }

@@ -15,5 +15,9 @@
 // being spoken), the services after it. The speech path (capture → segment →
 // journal → transcribe → route) is a chain of stages joined by channels, so
 // a slow transcription back-pressures capture instead of dropping audio, and
-// every utterance is journaled on disk before whisper sees it.
+// every utterance is journaled on disk before whisper sees it. A lone
+// utterance goes to whisper at once; a backlog (journaled audio at start,
+// speech faster than whisper) is packed into shared whisper windows, and
+// still reaches the router one result per utterance, in order, each journal
+// entry released only after its own result is handed on.
 package daemon

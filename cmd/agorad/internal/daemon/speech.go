@@ -157,8 +157,18 @@ const ShutdownGrace = 10 * time.Second
 // (30 s), so systemd never has to kill a stopping daemon.
 const StopLimit = ShutdownGrace + 10*time.Second
 
-// transcribeLoop runs whisper on journaled utterances, one at a time, and
-// routes the text. On shutdown it waits for capture to hand over the
+// batchTranscriber packs utterances that wait together into shared whisper
+// windows (*transcribe.Transcriber): one encoder pass for the lot.
+type batchTranscriber interface {
+	TranscribeBatch(ctx context.Context, utts [][]float32) ([]transcribe.Result, error)
+}
+
+// transcribeLoop runs whisper on journaled utterances and routes the text,
+// in the order they were heard. An utterance that arrives to an idle worker
+// goes to whisper at once, alone; when a backlog has built up (journaled
+// audio at start, or speech arriving faster than whisper keeps up) the
+// utterances already waiting share whisper windows. It never waits for more
+// audio to fill a window. On shutdown it waits for capture to hand over the
 // utterance being spoken, then finishes the queue within ShutdownGrace.
 func (sp *speech) transcribeLoop(ctx context.Context, recovered []job, captureDone <-chan struct{}) error {
 	// work ends ShutdownGrace after ctx: the call running at the stop and the
@@ -168,52 +178,153 @@ func (sp *speech) transcribeLoop(ctx context.Context, recovered []job, captureDo
 	defer endWork()
 	stopGrace := context.AfterFunc(ctx, func() { time.AfterFunc(ShutdownGrace, endWork) })
 	defer stopGrace()
-	for i, j := range recovered {
+	for len(recovered) > 0 {
 		if ctx.Err() != nil {
-			for range recovered[i:] {
+			for range recovered {
 				sp.pending.Done() // still journaled
 			}
 			break
 		}
-		sp.transcribeOne(work, j)
+		n := sp.window(recovered)
+		sp.transcribeJobs(work, recovered[:n])
+		recovered = recovered[n:]
 	}
+	var queue []job // taken from sp.jobs, not yet transcribed
+	for {
+		if len(queue) == 0 {
+			select {
+			case j := <-sp.jobs:
+				queue = append(queue, j)
+			case <-ctx.Done():
+			}
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		queue = sp.takeWaiting(queue)
+		n := sp.window(queue)
+		sp.transcribeJobs(work, queue[:n])
+		queue = queue[n:]
+	}
+	<-captureDone
+	sp.log.Debug("capture stopped; finishing the transcription queue", "queued", len(queue)+len(sp.jobs))
 	for {
 		select {
 		case j := <-sp.jobs:
-			sp.transcribeOne(work, j)
-		case <-ctx.Done():
-			<-captureDone
-			sp.log.Debug("capture stopped; finishing the transcription queue", "queued", len(sp.jobs))
-			left := 0
-			for {
-				select {
-				case j := <-sp.jobs:
-					if work.Err() != nil {
-						left++
-						sp.pending.Done() // still journaled
-						continue
-					}
-					sp.transcribeOne(work, j)
-				default:
-					if left > 0 {
-						sp.log.Info("shutdown grace over; utterances stay journaled for the next start", "utterances", left)
-					}
-					return nil
-				}
+			queue = append(queue, j)
+			continue
+		default:
+		}
+		break
+	}
+	left := 0
+	for len(queue) > 0 {
+		if work.Err() != nil {
+			left += len(queue)
+			for range queue {
+				sp.pending.Done() // still journaled
 			}
+			break
+		}
+		n := sp.window(queue)
+		sp.transcribeJobs(work, queue[:n])
+		queue = queue[n:]
+	}
+	if left > 0 {
+		sp.log.Info("shutdown grace over; utterances stay journaled for the next start", "utterances", left)
+	}
+	return nil
+}
+
+// takeWaiting adds to queue the jobs already waiting in sp.jobs, until the
+// queue holds a whisper window's worth; it never blocks.
+func (sp *speech) takeWaiting(queue []job) []job {
+	if _, ok := sp.whisper.(batchTranscriber); !ok {
+		return queue
+	}
+	for sp.window(queue) == len(queue) {
+		select {
+		case j := <-sp.jobs:
+			queue = append(queue, j)
+		default:
+			return queue
+		}
+	}
+	return queue
+}
+
+// window is how many jobs at the head of queue go to whisper together: as
+// many as fit one packed window (transcribe.PackWindow, PackGap between
+// them), at least one; one when whisper does not pack.
+func (sp *speech) window(queue []job) int {
+	if _, ok := sp.whisper.(batchTranscriber); !ok || len(queue) < 2 {
+		return min(1, len(queue))
+	}
+	gap, limit := samplesIn(transcribe.PackGap), samplesIn(transcribe.PackWindow)
+	n, total := 1, len(queue[0].samples)
+	for n < len(queue) && total+gap+len(queue[n].samples) <= limit {
+		total += gap + len(queue[n].samples)
+		n++
+	}
+	return n
+}
+
+func samplesIn(d time.Duration) int { return int(d * audio.SampleRate / time.Second) }
+
+// transcribeJobs transcribes jobs (one, or a backlog packed into one window)
+// and routes each result in order, one Heard per utterance, exactly as one
+// call per utterance would.
+func (sp *speech) transcribeJobs(ctx context.Context, jobs []job) {
+	if len(jobs) == 1 {
+		sp.transcribeOne(ctx, jobs[0])
+		return
+	}
+	utts := make([][]float32, len(jobs))
+	for i, j := range jobs {
+		utts[i] = j.samples
+	}
+	results, err := sp.whisper.(batchTranscriber).TranscribeBatch(ctx, utts)
+	for i, res := range results {
+		sp.route(ctx, jobs[i], res)
+	}
+	if err != nil {
+		rest := jobs[len(results):]
+		if ctx.Err() != nil {
+			for _, j := range rest {
+				sp.failed(j, err)
+			}
+			return
+		}
+		// One utterance's whisper call failed inside the window: each of the
+		// rest gets its own call, so one bad utterance costs only itself.
+		sp.log.Warn("packed transcription failed; transcribing the utterances one by one", "utterances", len(rest), "err", err)
+		for _, j := range rest {
+			sp.transcribeOne(ctx, j)
 		}
 	}
 }
 
 func (sp *speech) transcribeOne(ctx context.Context, j job) {
-	defer sp.pending.Done()
 	res, err := sp.whisper.Transcribe(ctx, j.samples)
 	if err != nil {
-		sp.met.WhisperCallFailed()
-		sp.sounds.Play("error")
-		sp.log.Error("transcription failed; audio stays journaled", "audio_id", j.audioID, "err", err)
+		sp.failed(j, err)
 		return
 	}
+	sp.route(ctx, j, res)
+}
+
+// failed records a whisper call that did not return text for j.
+func (sp *speech) failed(j job, err error) {
+	defer sp.pending.Done()
+	sp.met.WhisperCallFailed()
+	sp.sounds.Play("error")
+	sp.log.Error("transcription failed; audio stays journaled", "audio_id", j.audioID, "err", err)
+}
+
+// route hands j's transcript to the router, which releases its journal
+// entry once the text is stored or sent.
+func (sp *speech) route(ctx context.Context, j job, res transcribe.Result) {
+	defer sp.pending.Done()
 	sp.met.Transcribed(res.ProcessingTime, res.AudioDuration)
 	sp.heard.Add(1)
 	if res.Rejected != "" {

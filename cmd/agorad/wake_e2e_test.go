@@ -1,0 +1,125 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agora/agorad/audio"
+	"github.com/agora/agorad/audio/segment"
+	"github.com/agora/agorad/audio/testaudio"
+	"github.com/agora/agorad/audio/vad"
+	"github.com/agora/agorad/sync/brokertest"
+)
+
+// wakeRound is what TestRunWakePhraseRealWhisper says into the microphone,
+// in TestRealWakePhrases' English voice (en-us, 140 words a minute): a
+// note, a wake sentence with a question, a sentence ending in the switch
+// back, a near-miss. With the frame-aligned gaps below, the real tiny.en
+// writes "..., agora, log it as serious." and "..., aghora, listen." for
+// the two wake sentences (measured; a bare "Agora" at the start of an
+// utterance it mostly mishears, see issue 15's note).
+var wakeRound = []string{
+	"The beam at grid C is deflected.",
+	"The crack in the north wall is ten millimetres wide, Agora, log it as serious.",
+	"Please record the moisture reading in the basement, Agora, listen.",
+	"The insulation is made of angora wool.",
+}
+
+// TestRunWakePhraseRealWhisper: the wake phrase through the whole daemon
+// with real recognition. espeak-ng sentences go through the ALSA file
+// microphone, PortAudio, Silero, the real tiny.en, the wake rules and the
+// router to a real mosquitto: the note is buffered; the wake sentence
+// hands the buffer over as one batch, with the words before the wake word
+// last in it, and sends the rest as the question; in feedback mode the
+// words before "Agora, listen" are sent, then the device listens again;
+// the near-miss "angora" is buffered, not sent.
+func TestRunWakePhraseRealWhisper(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end with real Whisper weights: slow")
+	}
+	model := testaudio.RealModel(t, "tiny.en")
+	// Each sentence starts on a multiple of the VAD's 512-sample frame, so
+	// what whisper gets of one sentence does not depend on the length of
+	// the ones before it.
+	parts := [][]float32{make([]float32, 32*512)}
+	for _, s := range wakeRound {
+		sp := testaudio.SpeakArgs(t, s, wakeVoices["en"]...)
+		gap := 2500*audio.SampleRate/1000 + (512-(len(sp)+2500*audio.SampleRate/1000)%512)%512
+		parts = append(parts, sp, make([]float32, gap))
+	}
+	speech := testaudio.Concat(parts...)
+
+	// How many utterances the daemon's segmenter finds in this audio: one
+	// per sentence, or the test's premise is wrong.
+	det, err := vad.Open(testaudio.Model(t, "for-tests-silero-v6.2.0-ggml.bin"), vad.Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seg, err := segment.New(det, segment.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	us, err := seg.Push(audio.Chunk{Samples: speech, Time: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	us = append(us, seg.Flush()...)
+	det.Close()
+	if len(us) != len(wakeRound) {
+		t.Fatalf("segmenter found %d utterances in %d sentences", len(us), len(wakeRound))
+	}
+
+	testaudio.NewVirtualMic(t, speech, testaudio.DiscardPlayback())
+	broker := brokertest.Start(t)
+	sub := broker.Subscribe(t, "agora/v1/inspector-7/#")
+	cfg := baseConfig(t, broker.URL())
+	cfg.Input.Source = "default"
+	cfg.Input.HandsFree = true
+	cfg.Models.Whisper = model
+	cfg.Transcribe.Language = "en"
+	cfg.Transcribe.Threads = 2
+	d := startDaemon(t, writeConfig(t, cfg), cfg.Control.Socket)
+
+	deadline := time.Now().Add(4 * time.Minute)
+	for status(t, d.socket).Transcriptions < uint64(len(us)) && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	st := status(t, d.socket)
+	if st.Transcriptions < uint64(len(us)) {
+		t.Fatalf("whisper ran %d times in 4 min, want %d\n%s", st.Transcriptions, len(us), d.log.String())
+	}
+	time.Sleep(time.Second) // the last text is routed after its whisper call returns
+	st = status(t, d.socket)
+	// Everything sent in feedback mode is on the broker within seconds.
+	sub.WaitFor(20*time.Second, func(m []brokertest.Message) bool { return len(dataMessages(m)) >= 3 })
+	time.Sleep(time.Second)
+	got := dataMessages(sub.Messages())
+	var desc []string
+	for _, m := range got {
+		desc = append(desc, describe(m))
+	}
+	export, _ := agoractl(t, d.socket, "buffer", "export")
+	t.Logf("backend received:\n%s\nlisten buffer:\n%s", strings.Join(desc, "\n"), export)
+
+	// The batch, the question, the words before the switch back; nothing
+	// else: the near-miss stays on the device.
+	if len(got) != 3 || got[0]["type"] != "batch" {
+		t.Fatalf("backend received %d messages %q, want the listen buffer as one batch, the question and the words before the switch back\n%s", len(got), desc, d.log.String())
+	}
+	if b := strings.ToLower(desc[0]); !strings.Contains(b, "deflected") || !strings.Contains(b, "north wall") || strings.Contains(b, "agora") {
+		t.Errorf("batch %s: want the note and the words before the wake word", desc[0])
+	}
+	if q := strings.ToLower(desc[1]); !strings.Contains(q, "serious") || strings.Contains(q, "agora") || strings.Contains(q, "north wall") {
+		t.Errorf("question %q: want the words after the wake word only", desc[1])
+	}
+	if m := strings.ToLower(desc[2]); !strings.Contains(m, "moisture") || strings.Contains(m, "listen") {
+		t.Errorf("third message %q: want the words before \"Agora, listen\" only", desc[2])
+	}
+	if st.Mode != "listen" || st.Buffered != 1 {
+		t.Errorf("at the end: mode %s with %d notes buffered, want listen with 1 (\"Agora, listen\" switches back, \"angora\" does not wake)", st.Mode, st.Buffered)
+	}
+	if strings.Contains(strings.ToLower(export), "deflected") {
+		t.Errorf("listen buffer still holds the note handed over in the batch:\n%s", export)
+	}
+}

@@ -1,0 +1,40 @@
+// Package wake finds wake phrases in transcripts: "agora" switches the
+// device to feedback mode and the rest of the utterance is the request;
+// "agora luister" / "agora listen" switches back to listening. Dutch and
+// English.
+//
+// The input is whisper's text, not audio: the package decides what a
+// written transcript means, and every wrong "yes" hands the inspector's
+// listen buffer to the backend. Invariants:
+//
+//   - Matching is on whole words, ignoring case, accents and punctuation.
+//     The text handed back (Before, Remainder, Phrase) is the transcript's
+//     own, casing and punctuation kept; Phrase is a substring of it.
+//   - A wake word is found where (a) the words are a configured entry as
+//     written; or (b) one written word is within one edit of the sound key
+//     of a one-word wake word of five or more letters ("Adora", "Agura",
+//     "Nagora", "Agorav", "Gora"); or (c) two or three written words joined
+//     spell that sound key exactly ("a gora", "Ah, gora", "ago ra"). The
+//     sound key is the letters without doubled letters and without an 'h'
+//     inside a word ("Aggora", "Agorra", "Agorah" are "agora"). Joined words
+//     get no edit ("a gore a" is not "agora"), and configured entries of
+//     several words or fewer than five letters match only as written: one
+//     edit in a short word reaches too many real words.
+//   - Config.Reject wins over all of that: a word or a run of up to three
+//     words whose sound key is a rejected one ("angora", "Agra", "agora
+//     fobie" written split) is never part of a wake word. The default list
+//     is every word of the English and Dutch dictionaries (Debian's
+//     wamerican, wbritish, wdutch) that the fuzzy match would otherwise
+//     take, plus "agora"'s plural, possessive and derived words; a test
+//     keeps the shared clips' reference transcripts and real whisper output
+//     on them free of matches.
+//   - Listen words must follow the wake word directly and match as written
+//     (longest entry first: "luister maar" before "luister"). A listen word
+//     elsewhere ("Agora, can you listen to this?") is part of the request.
+//   - A greeting right before the wake word ("Hey", "Hoi", "Okay", "Oké")
+//     belongs to the phrase: it is not handed over as a note.
+//   - The first wake phrase in the text decides; later ones stay in the
+//     remainder.
+//
+// Rules are immutable after New and safe for concurrent use.
+package wake
