@@ -23,8 +23,10 @@
 #            whisper call per utterance, as before utterance packing)
 #            whisper-cli is greedy as in issue 15: -bs 1 -nf -mc 0.
 #   INPUTS   jfk clips 10min hour (default all)
-#   LONG     0 drops the hour (the slowest input: whisper-cli encodes all
-#            120 windows of silence; about a third of the run)
+#   LONG     0 drops the hour (the slowest input: whisper-cli, which has no
+#            VAD in this mode, encodes and decodes all 120 windows of silence)
+#   SKIP     cells left out, "system:input ...", e.g. SKIP=whisper-cli:hour
+#            keeps the hour for the others (a loaded machine: see the note)
 #   THREADS  2       NICE  0 (niceness of the measured processes)
 #   OUT      bench/out: speechbench.md (the tables, rewritten after each
 #            input, so a run cut short keeps what it measured),
@@ -43,6 +45,7 @@ SYSTEMS=${SYSTEMS:-agorad-f16 agorad-q8_0 whisper-cli fw-int8 fw-float32}
 THREADS=${THREADS:-2}
 LONG=${LONG:-1}
 INPUTS=${INPUTS:-jfk clips 10min hour}
+SKIP=${SKIP:-}
 NICE=${NICE:-0}
 CACHE=${AGORAD_MODEL_CACHE:-$(pwd)/build/cache/models}
 OUT=${OUT:-bench/out}; mkdir -p "$OUT"
@@ -185,7 +188,7 @@ report() {
     echo "# speechbench $started: threads=$THREADS, greedy, nice $NICE, one run per cell"
     echo
     echo "Load average (1/5/15 min) at the start: $load0; now: $(cut -d' ' -f1-3 /proc/loadavg) (2 cores; a shared machine inflates the seconds: compare ratios)."
-    echo "Inputs: $INPUTS. Systems: $SYSTEMS."
+    echo "Inputs: $INPUTS. Systems: $SYSTEMS.${SKIP:+ Left out: $SKIP.}"
     local m; for m in "$@"; do report_model "$m"; done
   } >"$OUT/speechbench.md.tmp"
   mv "$OUT/speechbench.md.tmp" "$OUT/speechbench.md"
@@ -203,7 +206,10 @@ for model in $MODELS; do
   # input by input, every system in turn: a change of load hits all of
   # one input's rows alike
   for in in $INPUTS; do
-    for sys in $SYSTEMS; do run "$model" "$sys" "$in"; done
+    for sys in $SYSTEMS; do
+      case " $SKIP " in *" $sys:$in "*) continue ;; esac
+      run "$model" "$sys" "$in"
+    done
     report "${done_models[@]}" "$model" # after each input: a run cut short keeps its rows
   done
   done_models+=("$model")
