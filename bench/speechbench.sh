@@ -19,6 +19,9 @@
 #   MODELS   tiny.en base (default both, in this order)
 #   SYSTEMS  agorad-f16 agorad-q8_0 whisper-cli fw-int8 fw-float32 (default)
 #            also: whisper-cli-q8_0, whisper-cli-defaults (beam 5 + fallback),
+#            whisper-cli-fallback (greedy with temperature fallback, agorad's
+#            decoding: without fallback whisper-cli loops on the clip file,
+#            "Computer Computer ..." to the token limit, measured),
 #            agorad-f16-unpacked, agorad-q8_0-unpacked (--pack=false: one
 #            whisper call per utterance, as before utterance packing)
 #            whisper-cli is greedy as in issue 15: -bs 1 -nf -mc 0.
@@ -136,7 +139,7 @@ run() {
     whisper-cli*)
       local type=f16 args=(-bs 1 -nf -mc 0)
       case $sys in *q8_0*) type=q8_0 ;; esac
-      case $sys in *defaults*) args=() ;; esac
+      case $sys in *defaults*) args=() ;; *fallback*) args=(-bs 1 -mc 0) ;; esac
       cp "$(weights "$model" "$type")" "$inroot/model.bin"
       measure "$model" "$sys" "$in" chroot "$ROOT" whisper-cli -m "/tmp/${inroot##*/tmp/}/model.bin" \
         -f "/tmp/${inroot##*/tmp/}/$in.wav" -t "$THREADS" -l en "${args[@]}" -np -nt || return 0
