@@ -181,9 +181,11 @@ report_model() {
     done
   done
   case " $INPUTS " in *" clips "*)
-    echo; echo "WER of the clip file (68 clips in one file, same runs as above):"; echo
     local args=(); for sys in $SYSTEMS; do [ -f "$work/hyp-$model-$sys-clips.tsv" ] && args+=("$sys=$work/hyp-$model-$sys-clips.tsv"); done
-    if [ ${#args[@]} -gt 0 ]; then go run ./bench/wer -joined -manifest "$SHARED/audio/MANIFEST.tsv" "${args[@]}"; fi ;;
+    if [ ${#args[@]} -gt 0 ]; then
+      echo; echo "WER of the clip file (68 clips in one file, same runs as above):"; echo
+      go run ./bench/wer -joined -manifest "$SHARED/audio/MANIFEST.tsv" "${args[@]}"
+    fi ;;
   esac
 }
 report() {
