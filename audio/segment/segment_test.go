@@ -93,11 +93,14 @@ func run(t *testing.T, cfg Config, samples []float32, chunk int, base int64) ([]
 
 type span struct{ start, end int64 } // speech bounds in windows
 
-// hangover600 is DefaultConfig with the 600 ms hangover the scripted window
-// counts below are written for (19 windows of 32 ms).
+// hangover600 is DefaultConfig with the 600 ms hangover and 300 ms pre-roll
+// the scripted window counts below are written for (19 windows of 32 ms; a
+// longer pre-roll would reach back into the previous utterance's post-pad
+// in "pause of hangover splits").
 func hangover600() Config {
 	c := DefaultConfig()
 	c.MinSilence = 600 * time.Millisecond
+	c.PreRoll = 300 * time.Millisecond
 	return c
 }
 
@@ -136,9 +139,9 @@ func TestSegmenter(t *testing.T) {
 					t.Errorf("speech bounds %d..%d not on window edges", u.SpeechStart, u.SpeechEnd)
 				}
 				// Padding: pre-roll before, post-pad after, as far as the stream has audio.
-				wantPad := max(0, u.SpeechStart-4800)
+				wantPad := max(0, u.SpeechStart-int64(cfg.PreRoll.Seconds()*16000))
 				if u.PadStart != wantPad {
-					t.Errorf("PadStart %d, want %d (300 ms pre-roll)", u.PadStart, wantPad)
+					t.Errorf("PadStart %d, want %d (%v pre-roll)", u.PadStart, wantPad, cfg.PreRoll)
 				}
 				wantEnd := min(u.SpeechEnd+4000, int64(len(samples)))
 				if got := u.PadStart + int64(len(u.Samples)); got != wantEnd {
