@@ -169,7 +169,7 @@ log "before upgrade: $before"
 check "previous release reports its version" sh -c "echo '$before' | grep -q '\"$PREV_VERSION\"'"
 
 log "upgrade: apt install ./agorad_*.deb ($VERSION)"
-ct sh -c 'cd /root/new && apt install -y -q ./agorad_*.deb' >"$SYS/apt-upgrade.log" 2>&1 || { cat "$SYS/apt-upgrade.log" >&2; fail=1; }
+ct sh -c 'cd /root/new && DEBIAN_FRONTEND=noninteractive apt install -y -q -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold ./agorad_*.deb' >"$SYS/apt-upgrade.log" 2>&1 || { cat "$SYS/apt-upgrade.log" >&2; fail=1; }
 check "edited config kept" grep -q "tcp://127.0.0.1:18883" "$ROOT/etc/agorad/agorad.yaml"
 for _ in $(seq 30); do ct systemctl is-active -q agorad && break; sleep 1; done
 check "running again after upgrade" ct systemctl is-active agorad

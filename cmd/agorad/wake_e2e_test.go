@@ -79,7 +79,11 @@ func TestRunWakePhraseRealWhisper(t *testing.T) {
 	cfg.Models.Whisper = model
 	cfg.Transcribe.Language = "en"
 	cfg.Transcribe.Threads = 2
-	d := startDaemon(t, writeConfig(t, cfg), cfg.Control.Socket)
+	// At real time, as a person speaks: an unpaced file microphone delivers
+	// all four sentences at once, whisper then packs the backlog into one
+	// window and the text changes with how the jobs happened to queue
+	// ("log it as serious" became "laga desirias" in one run).
+	d := startPacedDaemon(t, cfg)
 
 	deadline := time.Now().Add(4 * time.Minute)
 	for status(t, d.socket).Transcriptions < uint64(len(us)) && time.Now().Before(deadline) {
