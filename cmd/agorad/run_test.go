@@ -154,6 +154,28 @@ func startDaemon(t *testing.T, cfgPath, socket string, args ...string) *running 
 	return r
 }
 
+// segmentTruth returns the utterances the daemon's segmenter (default
+// config, the test Silero model) finds in speech: what a test expects the
+// daemon to transcribe.
+func segmentTruth(t *testing.T, speech []float32) []segment.Utterance {
+	t.Helper()
+	det, err := vad.Open(testaudio.Model(t, "for-tests-silero-v6.2.0-ggml.bin"), vad.Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	seg, err := segment.New(det, segment.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	us, err := seg.Push(audio.Chunk{Samples: speech, Time: time.Now()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	us = append(us, seg.Flush()...)
+	det.Close()
+	return us
+}
+
 // startPacedDaemon runs the daemon in this process with cfg, reading the
 // configured microphone at real time (testaudio.Paced): for tests whose
 // expectations depend on how much audio arrives while they wait, such as a
@@ -533,20 +555,7 @@ func TestRunAudioThroughVirtualMic(t *testing.T) {
 		testaudio.Speak(t, "nl", "De balk bij as drie vertoont een scheur."), testaudio.Silence(2000))
 
 	// The truth: how many utterances the same segmenter finds in the same audio.
-	det, err := vad.Open(testaudio.Model(t, "for-tests-silero-v6.2.0-ggml.bin"), vad.Options{Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	seg, err := segment.New(det, segment.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	us, err := seg.Push(audio.Chunk{Samples: speech, Time: time.Now()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	us = append(us, seg.Flush()...)
-	det.Close()
+	us := segmentTruth(t, speech)
 	want := len(us)
 	if want < 2 {
 		t.Fatalf("segmenter found %d utterances in the test speech; the test needs several", want)

@@ -6,9 +6,7 @@ import (
 	"time"
 
 	"github.com/agora/agorad/audio"
-	"github.com/agora/agorad/audio/segment"
 	"github.com/agora/agorad/audio/testaudio"
-	"github.com/agora/agorad/audio/vad"
 	"github.com/agora/agorad/sync/brokertest"
 )
 
@@ -52,20 +50,7 @@ func TestRunWakePhraseRealWhisper(t *testing.T) {
 
 	// How many utterances the daemon's segmenter finds in this audio: one
 	// per sentence, or the test's premise is wrong.
-	det, err := vad.Open(testaudio.Model(t, "for-tests-silero-v6.2.0-ggml.bin"), vad.Options{Threads: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	seg, err := segment.New(det, segment.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
-	us, err := seg.Push(audio.Chunk{Samples: speech, Time: time.Now()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	us = append(us, seg.Flush()...)
-	det.Close()
+	us := segmentTruth(t, speech)
 	if len(us) != len(wakeRound) {
 		t.Fatalf("segmenter found %d utterances in %d sentences", len(us), len(wakeRound))
 	}
