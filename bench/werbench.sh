@@ -12,8 +12,9 @@
 #
 # Systems (SYSTEMS, default all):
 #   agorad agorad-q8_0             agorad transcribe, f16 / q8_0 import
+#   agorad-q4_0                    q4_0 import
 #   wcli-greedy wcli-q8_0-greedy   whisper-cli -bs 1 -nf -mc 0 (greedy, no
-#                                  temperature fallback, no text context)
+#   wcli-q4_0-greedy               temperature fallback, no text context)
 #   wcli wcli-q8_0                 whisper-cli defaults (beam 5, best of 5,
 #                                  temperature fallback)
 #   fw-int8 fw-float32             faster-whisper 1.2.1, beam 1, on the
@@ -53,13 +54,15 @@ en=$(awk -F'\t' 'NR>1 && $3=="en" && $4!="" {print $1}' "$SHARED/audio/MANIFEST.
 nl=$(awk -F'\t' 'NR>1 && $3=="nl" {print $1}' "$SHARED/audio/MANIFEST.tsv" | LC_ALL=C sort)
 for c in $en $nl; do cp "$SHARED/audio/$c" "$inroot/"; done
 
-# model FILE for MODEL and SYSTEM: the f16 import, or the q8_0 one (made
+# model FILE for MODEL and SYSTEM: the f16 import, or a quantized one (made
 # from the CTranslate2 original on first use).
 ggml() {
+  local t
   case $2 in
-    *q8_0*) local q8=$CACHE/ggml-$1-q8_0.bin
-      [ -f "$q8" ] || "$AGORAD" model import "$CACHE/ct2/$1" --type q8_0 --out "$q8" >/dev/null
-      echo "$q8" ;;
+    *q8_0*|*q4_0*) t=${2#*-}; t=${t%-greedy}
+      local q=$CACHE/ggml-$1-$t.bin
+      [ -f "$q" ] || "$AGORAD" model import "$CACHE/ct2/$1" --type "$t" --out "$q" >/dev/null
+      echo "$q" ;;
     *) echo "$(pwd)/models/ggml-$1.bin" ;;
   esac
 }

@@ -16,6 +16,7 @@ const Magic = 0x67676d6c
 const (
 	TypeF32  = 0
 	TypeF16  = 1
+	TypeQ4_0 = 2
 	TypeQ8_0 = 8
 )
 

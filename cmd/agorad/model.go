@@ -17,7 +17,7 @@ import (
 // import SRC_DIR [--out FILE] [--type T]` and `agorad model list`.
 func cmdModel(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: agorad model fetch NAME [--dir DIR] | agorad model import SRC_DIR [--out FILE] [--type f16|f32|q8_0] | agorad model list")
+		fmt.Fprintln(stderr, "usage: agorad model fetch NAME [--dir DIR] | agorad model import SRC_DIR [--out FILE] [--type f16|f32|q8_0|q4_0] | agorad model list")
 		return exitUsage
 	}
 	switch args[0] {

@@ -25,17 +25,25 @@ const (
 	TypeF32  = "f32"
 	TypeF16  = "f16"
 	TypeQ8_0 = "q8_0"
+	// TypeQ4_0: ggml's CPU backend repacks q4_0 matrices for a faster
+	// GEMM: the encoder pass is about 30 % cheaper than with q8_0. One type
+	// for every matrix: whisper.cpp (1.9.5) gives every weight the header's
+	// type and rejects a file that mixes, say, a q4_0 encoder with a q8_0
+	// decoder ("tensor ... has wrong size in model file").
+	TypeQ4_0 = "q4_0"
 )
 
 // ImportTypes lists the accepted --type values.
-var ImportTypes = []string{TypeF16, TypeF32, TypeQ8_0}
+var ImportTypes = []string{TypeF16, TypeF32, TypeQ8_0, TypeQ4_0}
 
 // ggml tensor types and whisper file types (ggml.h: ggml_type, ggml_ftype).
 const (
 	ggmlF32  = ggml.TypeF32
 	ggmlF16  = ggml.TypeF16
 	ggmlQ8_0 = ggml.TypeQ8_0
+	ggmlQ4_0 = ggml.TypeQ4_0
 
+	ftypeQ4_0 = 2
 	ftypeQ8_0 = 7
 	// Quantized files carry ggml's quantization version in the file type
 	// (whisper.cpp's quantize writes GGML_QNT_VERSION*1000 + ftype).
@@ -74,7 +82,7 @@ func Import(srcDir, out, typ string) (Imported, error) {
 	}
 	res := Imported{Path: out, Type: typ}
 	switch typ {
-	case TypeF16, TypeF32, TypeQ8_0:
+	case TypeF16, TypeF32, TypeQ8_0, TypeQ4_0:
 	default:
 		return res, fmt.Errorf("import model: unknown type %q (want one of %s)", typ, strings.Join(ImportTypes, ", "))
 	}
@@ -135,6 +143,8 @@ func Import(srcDir, out, typ string) (Imported, error) {
 		h.FType = 1
 	case TypeQ8_0:
 		h.FType = qntVersion*qntVersionFactor + ftypeQ8_0
+	case TypeQ4_0:
+		h.FType = qntVersion*qntVersionFactor + ftypeQ4_0
 	}
 	res.Header = h
 
@@ -429,7 +439,8 @@ func (w *whisperWriter) floats(v []float32) {
 // tensorType is the ggml type whisper.cpp's loader expects for a tensor:
 // vectors, the conv biases and the positional embeddings stay f32; the conv
 // kernels are f16 unless the whole file is f32 (ggml's convolution has no
-// quantized kernel); every other matrix has the file's weight type.
+// quantized kernel); every other matrix has the file's weight type, as
+// whisper.cpp's quantize tool chooses.
 func tensorType(name string, rank int, typ string) int32 {
 	switch {
 	case rank < 2, strings.HasSuffix(name, "conv1.bias"), strings.HasSuffix(name, "conv2.bias"),
@@ -437,6 +448,8 @@ func tensorType(name string, rank int, typ string) int32 {
 		return ggmlF32
 	case rank == 3, typ == TypeF16:
 		return ggmlF16
+	case typ == TypeQ4_0:
+		return ggmlQ4_0
 	}
 	return ggmlQ8_0
 }
@@ -467,6 +480,11 @@ func (w *whisperWriter) tensor(name string, shape []int, data []float32) error {
 			return fmt.Errorf("rows of %d values do not split into q8_0 blocks of 32", shape[len(shape)-1])
 		}
 		w.bytes(quantizeQ8_0(data, w.scratch(len(data)/32*34)))
+	case ggmlQ4_0:
+		if shape[len(shape)-1]%32 != 0 {
+			return fmt.Errorf("rows of %d values do not split into q4_0 blocks of 32", shape[len(shape)-1])
+		}
+		w.bytes(quantizeQ4_0(data, w.scratch(len(data)/32*18)))
 	}
 	return w.err
 }
@@ -498,6 +516,39 @@ func quantizeQ8_0(x []float32, out []byte) []byte {
 		binary.LittleEndian.PutUint16(o, floatToHalf(d))
 		for j, f := range v {
 			o[2+j] = byte(int8(math.Round(float64(f * id))))
+		}
+	}
+	return out
+}
+
+// quantizeQ4_0 packs blocks of 32 values bit for bit as ggml's reference
+// quantizer (ggml-quants.c: quantize_row_q4_0_ref) does: the scale d is the
+// block's value of largest magnitude, sign kept, divided by -8 (stored as
+// f16); each value becomes min(15, trunc(x/d + 8.5)) in single precision,
+// value j in the low nibble of byte j and value j+16 in its high nibble.
+func quantizeQ4_0(x []float32, out []byte) []byte {
+	for blk := 0; blk < len(x)/32; blk++ {
+		v := x[blk*32 : blk*32+32]
+		var amax, max float32
+		for _, f := range v {
+			if a := float32(math.Abs(float64(f))); amax < a {
+				amax, max = a, f
+			}
+		}
+		d := max / -8
+		var id float32
+		if d != 0 {
+			id = 1 / d
+		}
+		o := out[blk*18:]
+		binary.LittleEndian.PutUint16(o, floatToHalf(d))
+		q := func(f float32) byte {
+			// float32(...) rounds the product before the add, as C does:
+			// Go may otherwise fuse the two into one FMA.
+			return byte(min(15, int8(float32(f*id)+8.5)))
+		}
+		for j := 0; j < 16; j++ {
+			o[2+j] = q(v[j]) | q(v[16+j])<<4
 		}
 	}
 	return out

@@ -28,7 +28,7 @@ func TestImportedModelsDecodeJFK(t *testing.T) {
 		t.Fatal(err)
 	}
 	const want = "and so my fellow americans ask not what your country can do for you ask what you can do for your country"
-	for _, typ := range []string{model.TypeF16, model.TypeQ8_0} {
+	for _, typ := range []string{model.TypeF16, model.TypeQ8_0, model.TypeQ4_0} {
 		t.Run(typ, func(t *testing.T) {
 			out := filepath.Join(t.TempDir(), "ggml-tiny.en-"+typ+".bin")
 			res, err := model.Import(src, out, typ)

@@ -191,7 +191,7 @@ func readGGML(t *testing.T, path string) ggmlFile {
 		for _, x := range tt.ne {
 			elems *= int(x)
 		}
-		size := map[int32]int{ggmlF32: 4 * elems, ggmlF16: 2 * elems, ggmlQ8_0: elems / 32 * 34}[tt.typ]
+		size := map[int32]int{ggmlF32: 4 * elems, ggmlF16: 2 * elems, ggmlQ8_0: elems / 32 * 34, ggmlQ4_0: elems / 32 * 18}[tt.typ]
 		tt.data = make([]byte, size)
 		if _, err := io.ReadFull(r, tt.data); err != nil {
 			t.Fatalf("tensor %s: %v", name, err)
@@ -219,6 +219,16 @@ func (tt ggmlTensor) floats() []float32 {
 				out = append(out, d*float32(int8(tt.data[i+2+j])))
 			}
 		}
+	case ggmlQ4_0:
+		for i := 0; i < len(tt.data); i += 18 {
+			d := halfToFloat(binary.LittleEndian.Uint16(tt.data[i:]))
+			var blk [32]float32
+			for j := 0; j < 16; j++ {
+				blk[j] = d * float32(int(tt.data[i+2+j]&15)-8)
+				blk[16+j] = d * float32(int(tt.data[i+2+j]>>4)-8)
+			}
+			out = append(out, blk[:]...)
+		}
 	}
 	return out
 }
@@ -238,7 +248,7 @@ func TestImportLayout(t *testing.T) {
 				t.Fatal(err)
 			}
 			g := readGGML(t, out)
-			wantFType := map[string]int32{TypeF32: 0, TypeF16: 1, TypeQ8_0: 2007}[typ]
+			wantFType := map[string]int32{TypeF32: 0, TypeF16: 1, TypeQ8_0: 2007, TypeQ4_0: 2002}[typ]
 			want := ggml.WhisperHeader{NVocab: 5, NAudioCtx: 8, NAudioState: 64, NAudioHead: 1, NAudioLayer: 1,
 				NTextCtx: 4, NTextState: 64, NTextHead: 1, NTextLayer: 1, NMels: 80, FType: wantFType}
 			if g.h != want || res.Header != want {
@@ -289,6 +299,8 @@ func TestImportLayout(t *testing.T) {
 					wantType = ggmlF32
 				case typ == TypeQ8_0 && c.quantizing:
 					wantType = ggmlQ8_0
+				case typ == TypeQ4_0 && c.quantizing:
+					wantType = ggmlQ4_0
 				}
 				if tt.typ != wantType || fmt.Sprint(tt.ne) != fmt.Sprint(c.ne) {
 					t.Errorf("%s: type %d dims %v, want type %d dims %v", c.ggml, tt.typ, tt.ne, wantType, c.ne)
@@ -297,10 +309,14 @@ func TestImportLayout(t *testing.T) {
 				src := vals[c.ct2][c.from:c.to]
 				got := tt.floats()
 				for i := range src {
-					// f16 keeps 11 significant bits, q8_0 about 7 of a block's maximum.
+					// f16 keeps 11 significant bits, q8_0 about 7 of a block's
+					// maximum, q4_0 about 3.
 					tol := float64(src[i]) * 1e-3
-					if tt.typ == ggmlQ8_0 {
+					switch tt.typ {
+					case ggmlQ8_0:
 						tol = 1000 * float64(len(vals)) / 127
+					case ggmlQ4_0:
+						tol = 1000 * float64(len(vals)) / 8
 					}
 					if math.Abs(float64(got[i]-src[i])) > tol {
 						t.Errorf("%s[%d] = %g, want %g (from %s[%d])", c.ggml, i, got[i], src[i], c.ct2, c.from+i)
