@@ -23,6 +23,7 @@
 # clips (+ the Dutch ones for auto), and nl on the Dutch ones.
 #
 #   MODELS tiny.en base   THREADS 2   OUT bench/out/wer   NICE 10
+#   LANGS (base only; default "en auto nl")
 # Hypotheses: $OUT/<model>-<lang>-<system>.tsv ("clip<TAB>text<TAB>language");
 # the tables: $OUT/wer.md.
 # The body is one block, parsed before it runs: editing the file during a
@@ -105,7 +106,7 @@ decode() {
 }
 
 for model in $MODELS; do
-  if [ "$model" = tiny.en ]; then langs="en"; else langs="en auto nl"; fi
+  if [ "$model" = tiny.en ]; then langs="en"; else langs=${LANGS:-en auto nl}; fi
   for lang in $langs; do
     case $lang in en) set -- $en ;; auto) set -- $en $nl ;; nl) set -- $nl ;; esac
     for sys in $SYSTEMS; do decode "$model" "$lang" "$sys" "$@"; done
@@ -116,7 +117,7 @@ done
 {
   echo "# werbench $(date -u +%FT%TZ): threads=$THREADS, nice $NICE, clip by clip"
   for model in $MODELS; do
-    if [ "$model" = tiny.en ]; then langs="en"; else langs="en auto nl"; fi
+    if [ "$model" = tiny.en ]; then langs="en"; else langs=${LANGS:-en auto nl}; fi
     for lang in $langs; do
       echo; echo "## $model, language $lang"; echo
       args=(); for sys in $SYSTEMS; do args+=("$sys=$OUT/$model-$lang-$sys.tsv"); done
