@@ -9,5 +9,7 @@
 // (temporary file, fsync, rename); an explicitly configured path is never
 // replaced by another file; errors name the model and the file at fault;
 // an import is deterministic (the same input and type give the same bytes,
-// so a recorded sha256 identifies it).
+// so a recorded sha256 identifies it); quantized weights (q8_0, q4_0) are
+// the bytes ggml's reference quantizer writes for the same values, as
+// whisper.cpp's quantize tool does.
 package model
