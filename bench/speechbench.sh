@@ -18,7 +18,8 @@
 #
 #   MODELS   tiny.en base (default both, in this order)
 #   SYSTEMS  agorad-f16 agorad-q8_0 whisper-cli fw-int8 fw-float32 (default)
-#            also: whisper-cli-q8_0, whisper-cli-defaults (beam 5 + fallback),
+#            also: agorad-q4_0 (base only: q4_0 costs tiny.en 12 points of
+#            WER, see werbench), whisper-cli-q8_0, whisper-cli-defaults (beam 5 + fallback),
 #            whisper-cli-fallback (greedy with temperature fallback, agorad's
 #            decoding: without fallback whisper-cli loops on the clip file,
 #            "Computer Computer ..." to the token limit, measured),
@@ -130,7 +131,7 @@ run() {
   local model=$1 sys=$2 in=$3 hyp=$work/hyp-$1-$2-$3.tsv
   local wav=$work/$in.wav
   case $sys in
-    agorad-f16|agorad-q8_0|agorad-f16-unpacked|agorad-q8_0-unpacked)
+    agorad-f16|agorad-q8_0|agorad-q4_0|agorad-f16-unpacked|agorad-q8_0-unpacked)
       local type=${sys#agorad-} pack=(); type=${type%-unpacked}
       case $sys in *-unpacked) pack=(--pack=false) ;; esac
       measure "$model" "$sys" "$in" "$AGORAD" transcribe "${pack[@]}" --model "$(weights "$model" "$type")" --vad-model "$VAD" \

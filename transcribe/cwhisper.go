@@ -23,21 +23,47 @@ static bool agora_abort_cb(void *data) {
 	return __atomic_load_n((int *)data, __ATOMIC_RELAXED) != 0;
 }
 
+struct agora_tail {
+	int passes;     // encoder passes run
+	int skipped;    // 1 if a pass over the trailing quiet was refused
+	int quiet_from; // first sample of the input's trailing quiet
+};
+
+// Called before each encoder pass. After the first, whisper seeks to its
+// last timestamp and would pay a whole 30 s encoder pass for what is left;
+// when that is only the trailing quiet, stop: there is nothing to hear.
+static bool agora_encoder_begin(struct whisper_context *ctx, struct whisper_state *state, void *ud) {
+	(void)ctx;
+	struct agora_tail *t = ud;
+	int n = whisper_full_n_segments_from_state(state);
+	if (t->passes > 0 && n > 0 &&
+			whisper_full_get_segment_t1_from_state(state, n - 1) * 160 >= t->quiet_from) {
+		t->skipped = 1;
+		return false;
+	}
+	t->passes++;
+	return true;
+}
+
 // Runs whisper_full with the binding's Go callbacks removed: the binding keeps
 // them in unsynchronised global maps, which two contexts running at once
 // would race on. Cancellation goes through abort_callback and a flag instead.
 static int agora_full(struct whisper_context *ctx, struct whisper_full_params *p,
-		const float *samples, int n, int *abort_flag) {
+		const float *samples, int n, int quiet_from, int *abort_flag, int *passes, int *skipped) {
+	struct agora_tail tail = { 0, 0, quiet_from };
 	struct whisper_full_params params = *p;
 	params.new_segment_callback = NULL;
 	params.new_segment_callback_user_data = NULL;
 	params.progress_callback = NULL;
 	params.progress_callback_user_data = NULL;
-	params.encoder_begin_callback = NULL;
-	params.encoder_begin_callback_user_data = NULL;
+	params.encoder_begin_callback = agora_encoder_begin;
+	params.encoder_begin_callback_user_data = &tail;
 	params.abort_callback = agora_abort_cb;
 	params.abort_callback_user_data = abort_flag;
-	return whisper_full(ctx, params, samples, n);
+	int rc = whisper_full(ctx, params, samples, n);
+	*passes = tail.passes;
+	*skipped = tail.skipped;
+	return rc;
 }
 
 // Detects which of the languages ids[0..nids) samples are in: whisper's own
@@ -112,16 +138,26 @@ func (f abortFlag) free() { C.free(unsafe.Pointer(f.p)) }
 
 var errWhisperFull = errors.New("whisper_full failed")
 
+// fullStats is what one whisper_full call did.
+type fullStats struct {
+	passes  int  // encoder passes run
+	skipped bool // a pass over the trailing quiet was refused
+}
+
 // runFull runs whisper_full on ctx with params; samples must not be empty.
-func runFull(ctx *whisper.Context, params *whisper.Params, samples []float32, abort abortFlag) error {
+// Audio from quietFrom on is the input's trailing quiet: whisper gets no
+// encoder pass that would start inside it.
+func runFull(ctx *whisper.Context, params *whisper.Params, samples []float32, quietFrom int, abort abortFlag) (fullStats, error) {
+	var passes, skipped C.int
 	rc := C.agora_full(
 		(*C.struct_whisper_context)(unsafe.Pointer(ctx)),
 		(*C.struct_whisper_full_params)(unsafe.Pointer(params)),
-		(*C.float)(unsafe.Pointer(&samples[0])), C.int(len(samples)), abort.p)
+		(*C.float)(unsafe.Pointer(&samples[0])), C.int(len(samples)), C.int(quietFrom), abort.p, &passes, &skipped)
+	st := fullStats{passes: int(passes), skipped: skipped != 0}
 	if rc != 0 {
-		return errWhisperFull
+		return st, errWhisperFull
 	}
-	return nil
+	return st, nil
 }
 
 // detectLanguage returns the index in ids of the language whisper finds most

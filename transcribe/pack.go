@@ -337,7 +337,7 @@ func (t *Transcriber) detect(ctx context.Context, samples []float32) (int, error
 		return 0, err
 	}
 	defer t.release(w)
-	i, _, err := detectLanguage(w.ctx, padded(samples), t.opts.Threads, t.autoIDs)
+	i, _, err := t.detectOn(w, padded(samples))
 	if err != nil {
 		return 0, fmt.Errorf("detect the language of %s of audio: %w", time.Duration(len(samples))*time.Second/sampleRate, err)
 	}
@@ -382,7 +382,7 @@ func (t *Transcriber) transcribePack(ctx context.Context, utts [][]float32, idx 
 		return err
 	}
 	start := time.Now()
-	params := w.params
+	params := *w.params
 	params.SetTokenTimestamps(true) // for segments that straddle a gap
 	name := t.lang
 	if t.lang == "auto" && !t.multi {

@@ -181,7 +181,7 @@ func utt(n int, d time.Duration) []float32 {
 func fakeTranscriber(f *fakeWhisper) *Transcriber {
 	tr := &Transcriber{opts: Options{SilenceRMS: DefaultSilenceRMS, Threads: 1}, log: slog.New(slog.DiscardHandler),
 		lang: "en", pool: make(chan *wctx, 1), done: make(chan struct{}), run: f.run}
-	tr.pool <- &wctx{}
+	tr.pool <- &wctx{params: new(whisper.Params)}
 	return tr
 }
 

@@ -8,7 +8,11 @@
 // consecutive waiting utterances into shared windows (pack.go) and still
 // gives every utterance its own Result, in order, each judged by the guard on
 // its own; a word whisper decodes goes to exactly one utterance. Near-silent
-// audio never reaches whisper.
+// audio never reaches whisper, and whisper gets no encoder pass that would
+// start in an input's trailing quiet (trailingQuiet). All of a whisper
+// context's compute runs on one locked OS thread (thread.go): ggml's OpenMP
+// pool is per calling thread, and more pools than cores made every decoder
+// step 4-6x slower.
 //
 // Measured on real weights (issue 15): an encoder window sized to the
 // utterance saves compute but breaks decoding (repetition loops, WER 34 %
@@ -27,6 +31,7 @@ import (
 	"log/slog"
 	"math"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -94,9 +99,12 @@ var ErrClosed = errors.New("transcribe: transcriber closed")
 
 // wctx is one whisper context with its parameters, used by one call at a time.
 type wctx struct {
-	ctx    *whisper.Context
-	params whisper.Params
+	ctx *whisper.Context
+	// params is its own allocation: cgo checks the whole object a pointer
+	// passed to C points into, and wctx holds Go pointers.
+	params *whisper.Params
 	abort  abortFlag
+	thread *osThread // runs every whisper compute call on ctx (thread.go)
 }
 
 // New checks and loads the model (once per context) and prepares the
@@ -212,7 +220,7 @@ func (t *Transcriber) newContext() (*wctx, error) {
 	if t.opts.InitialPrompt != "" {
 		p.SetInitialPrompt(t.opts.InitialPrompt)
 	}
-	return &wctx{ctx: ctx, params: p, abort: newAbortFlag()}, nil
+	return &wctx{ctx: ctx, params: &p, abort: newAbortFlag(), thread: startOSThread()}, nil
 }
 
 // Close waits for calls in flight, then frees the whisper contexts. Later
@@ -228,8 +236,9 @@ func (t *Transcriber) Close() error {
 				// through the log hook: what a benchmark wants to count.
 				w.ctx.Whisper_print_timings()
 			}
+			w.thread.stop()
 			w.ctx.Whisper_free()
-			freePrompt(&w.params)
+			freePrompt(w.params)
 			w.abort.free()
 		}
 	})
@@ -276,9 +285,9 @@ func (t *Transcriber) Transcribe(ctx context.Context, samples []float32) (Result
 		in = make([]float32, minSamples)
 		copy(in, samples)
 	}
-	params := w.params
+	params := *w.params
 	if len(t.autoIDs) > 0 {
-		i, _, err := detectLanguage(w.ctx, in, t.opts.Threads, t.autoIDs)
+		i, _, err := t.detectOn(w, in)
 		if err != nil {
 			return res, fmt.Errorf("transcribe %s of audio: %w", res.AudioDuration, err)
 		}
@@ -302,6 +311,37 @@ func (t *Transcriber) Transcribe(ctx context.Context, samples []float32) (Result
 		res.Text, res.Rejected = "", why
 	}
 	return res, nil
+}
+
+// detectOn runs whisper's language detection on w, on w's thread.
+func (t *Transcriber) detectOn(w *wctx, samples []float32) (i int, p float64, err error) {
+	w.thread.do(func() { i, p, err = detectLanguage(w.ctx, samples, t.opts.Threads, t.autoIDs) })
+	return i, p, err
+}
+
+// trailingQuiet returns where in's trailing quiet begins: the end of its
+// last 20 ms frame whose RMS reaches a tenth (-20 dB) of the level of its
+// louder frames (90th percentile), or floor if that is higher. Room noise
+// after the last word stays under it; a word does not.
+func trailingQuiet(in []float32, floor float64) int {
+	const frame = sampleRate / 50
+	n := (len(in) + frame - 1) / frame
+	if n == 0 {
+		return 0
+	}
+	levels := make([]float64, n)
+	for i := range levels {
+		levels[i] = rms(in[i*frame : min(len(in), (i+1)*frame)])
+	}
+	sorted := slices.Clone(levels)
+	slices.Sort(sorted)
+	threshold := max(floor, sorted[n*9/10]/10)
+	for i := n - 1; i >= 0; i-- {
+		if levels[i] >= threshold {
+			return min(len(in), (i+1)*frame)
+		}
+	}
+	return 0
 }
 
 // acquire waits for a free whisper context; release gives it back.
@@ -334,7 +374,13 @@ func (t *Transcriber) decode(ctx context.Context, w *wctx, params *whisper.Param
 	w.abort.set(false)
 	fired := make(chan struct{})
 	stop := context.AfterFunc(ctx, func() { w.abort.set(true); close(fired) })
-	err := runFull(w.ctx, params, in, w.abort)
+	quiet := trailingQuiet(in, t.opts.SilenceRMS)
+	var st fullStats
+	var err error
+	w.thread.do(func() { st, err = runFull(w.ctx, params, in, quiet, w.abort) })
+	t.log.Debug("whisper call", "audio", time.Duration(len(in))*time.Second/sampleRate,
+		"encoder_passes", st.passes, "tail_skipped", st.skipped,
+		"quiet_from", time.Duration(quiet)*time.Second/sampleRate)
 	if !stop() {
 		<-fired // a late abort must not hit this context's next call
 	}
