@@ -15,22 +15,26 @@ import (
 )
 
 // TestImportedModelsDecodeJFK imports the real tiny.en from the PyPI cache
-// in each weight type, checks the file as the transcriber does, and has
-// libwhisper transcribe jfk with it: word for word, the text whisper.cpp
-// gives with OpenAI's own tiny.en.
+// in each weight type (and base as q4_0, which make models imports too),
+// checks the file as the transcriber does, and has libwhisper transcribe
+// jfk with it: word for word, the text whisper.cpp gives with OpenAI's own
+// tiny.en.
 func TestImportedModelsDecodeJFK(t *testing.T) {
 	if testing.Short() {
 		t.Skip("imports a real model and runs whisper.cpp")
 	}
-	src := testaudio.CT2Model(t, "tiny.en")
 	samples, err := audio.ReadFile(testaudio.Clip(t, "fw_jfk.wav"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	const want = "and so my fellow americans ask not what your country can do for you ask what you can do for your country"
-	for _, typ := range []string{model.TypeF16, model.TypeQ8_0, model.TypeQ4_0} {
-		t.Run(typ, func(t *testing.T) {
-			out := filepath.Join(t.TempDir(), "ggml-tiny.en-"+typ+".bin")
+	for _, c := range []struct{ name, typ string }{
+		{"tiny.en", model.TypeF16}, {"tiny.en", model.TypeQ8_0}, {"tiny.en", model.TypeQ4_0}, {"base", model.TypeQ4_0},
+	} {
+		name, typ := c.name, c.typ
+		t.Run(name+"-"+typ, func(t *testing.T) {
+			src := testaudio.CT2Model(t, name)
+			out := filepath.Join(t.TempDir(), "ggml-"+name+"-"+typ+".bin")
 			res, err := model.Import(src, out, typ)
 			if err != nil {
 				t.Fatal(err)
@@ -38,7 +42,7 @@ func TestImportedModelsDecodeJFK(t *testing.T) {
 			if h, err := ggml.CheckWhisper(out); err != nil || h != res.Header {
 				t.Fatalf("CheckWhisper: %+v, %v; import wrote %+v", h, err, res.Header)
 			}
-			t.Logf("%s: %.1f MB, imported in %s", typ, float64(res.Bytes)/1e6, res.Duration)
+			t.Logf("%s %s: %.1f MB, imported in %s", name, typ, float64(res.Bytes)/1e6, res.Duration)
 			tr, err := transcribe.New(transcribe.Options{ModelPath: out, Language: "en", InitialPrompt: "-", Threads: 2})
 			if err != nil {
 				t.Fatal(err)
@@ -49,7 +53,7 @@ func TestImportedModelsDecodeJFK(t *testing.T) {
 				t.Fatal(err)
 			}
 			if got := normalise(r.Text); got != want {
-				t.Errorf("jfk with the %s import:\n got %q\nwant %q", typ, got, want)
+				t.Errorf("jfk with the %s %s import:\n got %q\nwant %q", name, typ, got, want)
 			}
 		})
 	}
