@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"runtime"
+	"slices"
 	"sync"
 	"syscall"
 	"testing"
@@ -96,5 +97,40 @@ func TestWhisperCallsFromManyThreadsShareOnePool(t *testing.T) {
 	t.Logf("threads grew by %d for %d calling threads", grown, callers)
 	if grown > callers+2 {
 		t.Errorf("threads grew by %d for %d calling threads: whisper calls made OpenMP pools of their own", grown, callers)
+	}
+}
+
+func TestTrailingQuiet(t *testing.T) {
+	const frame = sampleRate / 50
+	speech := tone(2 * time.Second) // RMS 0.21
+	noise := func(d time.Duration, level float32) []float32 {
+		out := make([]float32, int(d.Seconds()*sampleRate))
+		for i := range out {
+			out[i] = level * float32(1-2*(i%2)) // RMS = level
+		}
+		return out
+	}
+	cat := func(parts ...[]float32) []float32 { return slices.Concat(parts...) }
+	for _, tc := range []struct {
+		name string
+		in   []float32
+		want int
+	}{
+		{"empty", nil, 0},
+		{"all silence", make([]float32, sampleRate), 0},
+		{"speech to the end", speech, len(speech)},
+		{"digital silence after speech", cat(speech, make([]float32, sampleRate)), len(speech)},
+		// Room noise 30 dB under the speech is quiet; a word 6 dB under it is not.
+		{"room noise after speech", cat(speech, noise(time.Second, 0.007)), len(speech)},
+		{"soft word after speech", cat(speech, make([]float32, sampleRate), noise(200*time.Millisecond, 0.1), make([]float32, sampleRate)),
+			len(speech) + sampleRate + 10*frame},
+		// Below the silence floor nothing counts, however quiet the rest.
+		{"all under the floor", noise(time.Second, 0.001), 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := trailingQuiet(tc.in, DefaultSilenceRMS); got != tc.want {
+				t.Errorf("trailingQuiet = %d, want %d", got, tc.want)
+			}
+		})
 	}
 }
