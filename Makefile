@@ -1,10 +1,28 @@
-# agorad build. The Go binding of whisper.cpp links -lggml-cpu, which Debian
-# ships only as run-time loaded backends; an empty archive satisfies the linker
-# (ggml_backend_load_all() loads the real CPU backend at start). The archive is
-# made here, never committed.
-SHIM_DIR := $(CURDIR)/build/lib
-export CGO_LDFLAGS := -L$(SHIM_DIR) $(CGO_LDFLAGS)
+# agorad build. whisper.cpp and ggml are built by the project from one
+# pinned, checksummed source (scripts/whisper.pin, scripts/whisper.sh) into
+# build/whisper/$(ARCH): shared libraries, ggml's CPU backend as run-time
+# loaded variants (one per CPU generation; the best one this CPU runs is
+# picked at start), whisper-cli for the benchmarks. go.mod replaces the Go
+# binding with the same tree's bindings/go. The binding links -lggml-cpu,
+# which exists only as those modules: an empty archive made here (never
+# committed) satisfies the linker.
+#
+# Binaries find the libraries through RUNPATH: $$ORIGIN/../lib/agorad for
+# what `make build` makes (build/lib/agorad links to the build; the package
+# installs them in /usr/lib/agorad), the build's absolute path for test
+# binaries. ARCH=arm64 cross-builds (make deb ARCH=arm64).
 GO ?= go
+HOST_ARCH := $(shell dpkg --print-architecture 2>/dev/null || $(GO) env GOARCH)
+ARCH ?= $(HOST_ARCH)
+SHIM_DIR := $(CURDIR)/build/lib
+WHISPER_DIR := $(CURDIR)/build/whisper/$(ARCH)
+export CGO_CFLAGS := -I$(WHISPER_DIR)/include $(CGO_CFLAGS)
+export CGO_LDFLAGS := -L$(WHISPER_DIR)/lib -L$(SHIM_DIR) -Wl,-rpath,$(WHISPER_DIR)/lib $(CGO_LDFLAGS)
+# What ships: no build path in the binaries.
+SHIP_LDFLAGS := -L$(WHISPER_DIR)/lib -L$(SHIM_DIR) -Wl,-rpath,$$ORIGIN/../lib/agorad
+ifneq ($(ARCH),$(HOST_ARCH))
+CROSS_ENV := $(shell bash scripts/cross.sh env $(ARCH))
+endif
 PKGS := ./...
 # The version from git (scripts/version.sh): agorad --version, agoractl
 # status, the retained MQTT status and the .deb all report it. Computed once
@@ -12,23 +30,29 @@ PKGS := ./...
 VERSION := $(or $(VERSION),$(shell sh scripts/version.sh))
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all deps shim build deb test-system test test-short vet fmt run bench clean reference-graph refgraph-venv refgraph-test models fuzz test-fleet bench-bridge
+.PHONY: all deps whisper shim build test-fresh goenv deb test-system test test-short vet fmt run bench clean reference-graph refgraph-venv refgraph-test models fuzz test-fleet bench-bridge
 
 all: build
 
 deps:
 	bash scripts/install-deps.sh
 
+# whisper.cpp from the pinned source (cached in ~/.cache/agorad: compiled
+# once per machine, a few minutes per CPU variant).
+whisper:
+	@bash scripts/whisper.sh build $(ARCH)
+
 $(SHIM_DIR)/libggml-cpu.a:
 	@mkdir -p $(SHIM_DIR)
 	ar rcs $@
 
-shim: $(SHIM_DIR)/libggml-cpu.a
+shim: whisper $(SHIM_DIR)/libggml-cpu.a
+	@ln -sfn ../whisper/$(ARCH)/lib $(SHIM_DIR)/agorad
 
 # -trimpath: no build paths in the shipped binaries; it also lets
 # make test-system build the previous release's tree from the build cache.
 build: shim
-	$(GO) build -trimpath -ldflags '$(LDFLAGS)' -o build/bin/ ./cmd/...
+	$(CROSS_ENV) CGO_LDFLAGS='$(SHIP_LDFLAGS)' $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o build/bin/$(if $(CROSS_ENV),$(ARCH)/) ./cmd/...
 
 # Debian packages (nfpm; see packaging/): build/deb/agorad_<version>_<arch>.deb
 # and build/deb/agora-bridge_<version>_<arch>.deb.
@@ -121,3 +145,8 @@ bench-bridge: deps shim
 
 clean:
 	rm -rf build
+
+# The cgo environment the targets above use, for running go commands by
+# hand: eval "$(make -s goenv)"; go test ./transcribe/
+goenv: shim
+	@echo "export CGO_CFLAGS='$(CGO_CFLAGS)' CGO_LDFLAGS='$(CGO_LDFLAGS)'"
