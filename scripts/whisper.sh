@@ -107,16 +107,33 @@ cmake_args() {
   fi
 }
 
+# dropped_variants ARCH: ggml CPU variants not built, and why.
+#  - sapphirerapids (AMX): on this project's x86 build machines CPUID and the
+#    kernel both grant AMX (ARCH_REQ_XCOMP_PERM succeeds), ggml scores the
+#    variant highest, and its first tileloadd dies with SIGILL under the
+#    hypervisor: a fleet must never pick a module the CPU cannot run. AVX-512
+#    machines run zen4/icelake instead (what Debian's own build picked here).
+#  - armv9.2_1/2 (SME): bookworm's gcc 12 cannot compile +sme (gcc 14 can);
+#    armv9 boards run armv8.6_2 (SVE2, i8mm).
+dropped_variants() {
+  local cc cxx
+  read -r cc cxx <<<"$(cc_for "$1")"
+  case $1 in
+    amd64) echo sapphirerapids ;;
+    arm64) [ "$("$cc" -dumpversion | cut -d. -f1)" -ge 14 ] || echo armv9.2_1 armv9.2_2 ;;
+  esac
+}
+
 gnu_cpu() { case $1 in arm64) echo aarch64 ;; amd64) echo x86_64 ;; *) echo "$1" ;; esac; }
 
 cache_key() {
   local arch=$1 cc cxx
   read -r cc cxx <<<"$(cc_for "$arch")"
-  { cat scripts/whisper.pin; cmake_args "$arch"; echo "$arch"; "$cc" --version | head -1; "$cc" -dumpversion; } | sha256sum | cut -c1-16
+  { cat scripts/whisper.pin; cmake_args "$arch"; echo "$arch" "drop:" $(dropped_variants "$arch"); "$cc" --version | head -1; "$cc" -dumpversion; } | sha256sum | cut -c1-16
 }
 
 cmd_build() {
-  local arch=${1:-$(host_arch)} key out cc cxx bld src gcc_major
+  local arch=${1:-$(host_arch)} key out cc cxx bld src m
   cmd_src
   key=$(cache_key "$arch")
   out=$CACHE/whisper/$VERSION-$arch-$key
@@ -128,17 +145,12 @@ cmd_build() {
     rm -rf "$bld" "$out"; mkdir -p "$bld"
     src=$PWD/$SRC
     local args; mapfile -t args < <(cmake_args "$arch")
-    if [ "$arch" != "$(host_arch)" ]; then
-      # Bookworm's gcc 12 cannot compile ARM's SME extension (gcc 14 can):
-      # without it the two armv9.2 variants are left out of a copy of the
-      # tree, and armv9 boards run the armv8.6 (SVE2, i8mm) variant.
-      gcc_major=$("$cc" -dumpversion | cut -d. -f1)
-      if [ "$arch" = arm64 ] && [ "$gcc_major" -lt 14 ]; then
-        cp -a "$SRC" "$bld/src"; src=$bld/src
-        sed -i '/ggml_add_cpu_backend_variant(armv9\.2_[12] /d' "$src/ggml/src/CMakeLists.txt"
-        log "gcc $gcc_major has no +sme: armv9.2 variants left out (armv9 boards run armv8.6_2)"
-      fi
-    fi
+    # The build's own copy of the tree, less the CPU variants left out:
+    cp -a "$SRC" "$bld/src"; src=$bld/src
+    local v
+    for v in $(dropped_variants "$arch"); do
+      sed -i "/ggml_add_cpu_backend_variant(${v//./\\.} /d" "$src/ggml/src/CMakeLists.txt"
+    done
     log "configuring whisper.cpp $VERSION for $arch ($cc)"
     cmake -S "$src" -B "$bld/b" "${args[@]}" >"$bld/cmake.log" 2>&1 || { tail -30 "$bld/cmake.log" >&2; die "cmake failed ($bld/cmake.log)"; }
     log "building (a few minutes per CPU variant on $JOBS cores; cached afterwards in $out)"
@@ -148,6 +160,8 @@ cmd_build() {
     find "$bld/b" -name '*.so*' \( -type f -o -type l \) -exec cp -a {} "$out.tmp/lib/" \;
     cp "$src"/include/whisper.h "$src"/ggml/include/*.h "$out.tmp/include/"
     cp "$bld/b/bin/whisper-cli" "$bld/b/bin/whisper-bench" "$out.tmp/bin/"
+    # whisper-cli looks for the CPU modules beside itself (ggml's default)
+    for m in "$out.tmp/lib"/libggml-cpu-*.so; do ln -s "../lib/${m##*/}" "$out.tmp/bin/${m##*/}"; done
     ls "$out.tmp/lib"/libggml-cpu-*.so >/dev/null 2>&1 || die "no CPU backend modules were built ($bld/build.log)"
     echo "whisper.cpp $VERSION $arch $key" >"$out.tmp/VERSION"
     touch "$out.tmp/.complete"
