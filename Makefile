@@ -57,9 +57,11 @@ build: shim
 # Debian packages (nfpm; see packaging/): build/deb/agorad_<version>_<arch>.deb
 # and build/deb/agora-bridge_<version>_<arch>.deb.
 deb: build
-	@mkdir -p build/completion && ./build/bin/agorad completion bash >build/completion/agorad
-	bash scripts/build-deb.sh agorad $(VERSION)
-	bash scripts/build-deb.sh agora-bridge $(VERSION)
+	@mkdir -p build/completion
+	$(if $(CROSS_ENV),$(MAKE) --no-print-directory build ARCH=$(HOST_ARCH) && )./build/bin/agorad completion bash >build/completion/agorad
+	ARCH=$(ARCH) bash scripts/build-deb.sh agorad $(VERSION)
+	ARCH=$(ARCH) bash scripts/build-deb.sh agora-bridge $(VERSION)
+	$(if $(CROSS_ENV),bash scripts/cross.sh check $(ARCH) build/deb/agorad_$(VERSION)_$(ARCH).deb)
 
 # The deployment test under a booted systemd (debootstrap + systemd-nspawn,
 # root cached in build/system; several minutes, needs root): installs the
@@ -67,7 +69,8 @@ deb: build
 # exposure, journal, upgrade and purge. See scripts/test-system.sh.
 test-system: deb
 	@$(MAKE) --no-print-directory models || echo "make test-system: no real Whisper models (models/UNAVAILABLE says why): the voice check will skip"
-	bash scripts/test-system.sh
+	SUITE=bookworm bash scripts/test-system.sh
+	SUITE=trixie bash scripts/test-system.sh
 
 vet: shim
 	$(GO) vet $(PKGS)
