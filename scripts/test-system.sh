@@ -61,7 +61,7 @@ VERSION=$(dpkg-deb -f "$DEB" Version)
 # the upgrade crosses a code change. PREV_REF is the first commit whose
 # package installs on a plain suite (earlier ones depended on sid's
 # libwhisper). Cached in build/system/prev by version.
-PREV_REF=${PREV_REF:-__PREV__}
+PREV_REF=${PREV_REF:-793d986c3bb8}
 build_prev() {
   local v src out
   v=$(sh scripts/version.sh "$PREV_REF")
