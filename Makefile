@@ -22,6 +22,7 @@ export CGO_LDFLAGS := -L$(WHISPER_DIR)/lib -L$(SHIM_DIR) -Wl,-rpath,$(WHISPER_DI
 SHIP_LDFLAGS := -L$(WHISPER_DIR)/lib -L$(SHIM_DIR) -Wl,-rpath,$$ORIGIN/../lib/agorad
 ifneq ($(ARCH),$(HOST_ARCH))
 CROSS_ENV := $(shell bash scripts/cross.sh env $(ARCH))
+SHIP_LDFLAGS += $(shell bash scripts/cross.sh ldflags $(ARCH))
 endif
 PKGS := ./...
 # The version from git (scripts/version.sh): agorad --version, agoractl

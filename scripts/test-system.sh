@@ -71,8 +71,7 @@ build_prev() {
     src=$SYS/prev/src; rm -rf "$src"; mkdir -p "$src/build/tools"
     git archive "$PREV_REF" | tar -x -C "$src"
     cp build/tools/nfpm "$src/build/tools/"
-    (cd "$src" && make --no-print-directory build VERSION="$v" &&
-      bash scripts/build-deb.sh agorad "$v" >/dev/null) >"$SYS/prev-build.log" 2>&1 ||
+    (cd "$src" && make --no-print-directory deb VERSION="$v") >"$SYS/prev-build.log" 2>&1 ||
       { cat "$SYS/prev-build.log" >&2; exit 1; }
     cp "$src/build/deb/agorad_${v}_"*.deb "$out"; rm -rf "$src"
   fi
