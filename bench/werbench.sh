@@ -40,12 +40,13 @@ NICE=${NICE:-10}
 CACHE=${AGORAD_MODEL_CACHE:-$(pwd)/build/cache/models}
 mkdir -p "$OUT"
 PY=$(bash bench/peers/setup.sh)
-ROOT=$(bash scripts/setup-whisper-cli.sh)
+make -s whisper
+WCLI=$(pwd)/build/whisper/$(dpkg --print-architecture)/bin/whisper-cli # the same pinned source as agorad (scripts/whisper.sh)
 make -s build
 [ -f models/ggml-tiny.en.bin ] || make -s models >&2 || { echo "werbench: make models failed: $(cat models/UNAVAILABLE 2>/dev/null)" >&2; exit 1; }
 AGORAD=$(pwd)/build/bin/agorad
 VAD=$SHARED/models/for-tests-silero-v6.2.0-ggml.bin
-inroot=$ROOT/tmp/agorad-werbench.$$
+inroot=$(mktemp -d)
 trap 'rm -rf "$inroot"' EXIT
 mkdir -p "$inroot"
 log() { printf 'werbench: %s\n' "$*" >&2; }
@@ -83,16 +84,16 @@ decode() {
       local args=(); case $sys in *greedy) args=(-bs 1 -nf -mc 0) ;; esac
       cp "$(ggml "$model" "$sys")" "$inroot/model.bin"
       rm -f "$inroot"/*.json
-      for c in "$@"; do files+=("/tmp/${inroot##*/tmp/}/$c"); done
+      for c in "$@"; do files+=("$inroot/$c"); done
       if [ ${#args[@]} -gt 0 ]; then
-        run /usr/bin/time -o "$out.time" -f '%e %U %S %M' chroot "$ROOT" whisper-cli -m "/tmp/${inroot##*/tmp/}/model.bin" -t "$THREADS" -l "$lang" \
+        run /usr/bin/time -o "$out.time" -f '%e %U %S %M' "$WCLI" -m "$inroot/model.bin" -t "$THREADS" -l "$lang" \
           "${args[@]}" -np -oj "${files[@]}" >/dev/null 2>"$out.err"
       else
         # defaults keep up to 16k tokens of text context from one file to
         # the next in one process: one process per clip keeps clips apart
-        run /usr/bin/time -o "$out.time" -f '%e %U %S %M' chroot "$ROOT" sh -c \
+        run /usr/bin/time -o "$out.time" -f '%e %U %S %M' env PATH="${WCLI%/*}:$PATH" sh -c \
           'm=$1 t=$2 l=$3; shift 3; for f; do whisper-cli -m "$m" -t "$t" -l "$l" -np -oj "$f" || exit 1; done' \
-          sh "/tmp/${inroot##*/tmp/}/model.bin" "$THREADS" "$lang" "${files[@]}" >/dev/null 2>"$out.err"
+          sh "$inroot/model.bin" "$THREADS" "$lang" "${files[@]}" >/dev/null 2>"$out.err"
       fi
       : >"$out"
       for c in "$@"; do

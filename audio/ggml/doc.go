@@ -4,11 +4,15 @@
 // under audio/ because the VAD is the first of them on the data path, so
 // no package imports against the data path.
 //
-// Runtime: Debian builds ggml with its CPU backends as run-time loaded
-// modules (one per instruction set, in /usr/lib/<arch>/ggml/backends0).
-// Nothing is registered until ggml_backend_load_all() has run; a model
+// Runtime: the project builds ggml's CPU backend as run-time loaded
+// modules, one per CPU generation (libggml-cpu-<variant>.so beside
+// libggml: build/whisper/<arch>/lib, or /usr/lib/agorad in the package;
+// scripts/whisper.sh). Nothing is registered until they are loaded; a model
 // loaded before that aborts the process with GGML_ASSERT(device).
-// LoadBackends makes that call once per process.
+// LoadBackends loads them once per process from libggml's own directory
+// (found with dladdr, so no search path or working directory matters), and
+// ggml keeps the module with the best score this CPU can run. Invariant: a
+// process that passed LoadBackends computes on a module its CPU supports.
 //
 // Files: CheckWhisper and CheckSilero walk a whole model file (header,
 // then every tensor record) before libwhisper loads it, because libwhisper

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # setup.sh: the peers bench/speechbench.sh measures agorad against, on the
 # same weights: faster-whisper (pinned, requirements.txt) in its own venv, and
-# whisper-cli in the debootstrap sid root (scripts/setup-whisper-cli.sh).
+# whisper-cli is built from the pinned source with agorad (scripts/whisper.sh).
 # Idempotent; prints the venv's python on stdout.
 #   AGORAD_BENCH_VENV  where the venv goes (default /var/cache/agorad/bench-venv)
 set -euo pipefail
@@ -16,5 +16,5 @@ if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; 
   "$VENV/bin/pip" install -q --disable-pip-version-check -r requirements.txt >&2
   echo "$want" >"$stamp"
 fi
-bash ../../scripts/setup-whisper-cli.sh >/dev/null
+
 echo "$VENV/bin/python"

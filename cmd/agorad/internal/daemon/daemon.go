@@ -236,6 +236,12 @@ func (d *Daemon) run(ctx context.Context) error {
 	}
 	d.log.Info("agorad running", "device_id", cfg.DeviceID, "mode", d.router.Mode(), "input", cfg.Input.Source,
 		"state_dir", cfg.StateDir, "broker", redactURL(cfg.MQTT.Broker), "socket", cfg.Control.Socket, "model", d.speech.model)
+	select {
+	case <-d.speech.opened:
+		// The line a person starting the daemon waits for (make run).
+		d.log.Info("listening", "input", cfg.Input.Source, "mode", d.router.Mode())
+	default:
+	}
 
 	var runErr error
 	undrained := false
