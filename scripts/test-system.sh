@@ -51,8 +51,8 @@ build_base() {
 build_base
 [ "${1:-}" = root ] && exit 0
 
-DEB=${DEB:-$(ls -t build/deb/agorad_*.deb 2>/dev/null | head -1)}
-BRIDGE_DEB=${BRIDGE_DEB:-$(ls -t build/deb/agora-bridge_*.deb 2>/dev/null | head -1)}
+DEB=${DEB:-$(ls -t build/deb/agorad_*_$(dpkg --print-architecture).deb 2>/dev/null | head -1)}
+BRIDGE_DEB=${BRIDGE_DEB:-$(ls -t build/deb/agora-bridge_*_$(dpkg --print-architecture).deb 2>/dev/null | head -1)}
 [ -n "$DEB" ] && [ -n "$BRIDGE_DEB" ] || { log "no build/deb/agorad_*.deb or agora-bridge_*.deb: run make deb"; exit 2; }
 VERSION=$(dpkg-deb -f "$DEB" Version)
 

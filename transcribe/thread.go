@@ -4,16 +4,17 @@ import "runtime"
 
 // osThread runs functions one at a time on a single locked OS thread.
 //
-// Why: Debian's ggml CPU backend parallelises with OpenMP, and libgomp keeps
-// a pool of worker threads per calling (master) thread. Go runs a goroutine
-// on whichever OS thread is free, so successive whisper calls came from
-// different threads, each new one adding a pool. Once the pools hold more
-// threads than there are cores, libgomp stops spinning at its barriers and
-// sleeps on futexes instead, and ggml has one barrier per graph node: every
-// decoder step after the first call then cost 11–18 ms instead of 2–3 ms
-// (tiny.en q8_0, 2 threads, measured on the 68-clip file; the decoder is
-// many small nodes, so it pays the wake-ups, the encoder hardly). All of a
-// whisper context's compute therefore runs on one thread of its own.
+// Why: ggml's CPU backend parallelises with OpenMP (scripts/whisper.sh
+// builds it so, as Debian does), and libgomp keeps a pool of worker threads
+// per calling (master) thread. Go runs a goroutine on whichever OS thread is
+// free, so successive whisper calls came from different threads, each new
+// one adding a pool. Once the pools hold more threads than there are cores,
+// libgomp stops spinning at its barriers and sleeps on futexes instead, and
+// ggml has one barrier per graph node: every decoder step after the first
+// call then cost 11–18 ms instead of 2–3 ms (tiny.en q8_0, 2 threads,
+// measured on the 68-clip file; the decoder is many small nodes, so it pays
+// the wake-ups, the encoder hardly). All of a whisper context's compute
+// therefore runs on one thread of its own.
 type osThread struct {
 	calls chan func()
 	done  chan struct{}

@@ -46,6 +46,8 @@ type doctorEnv struct {
 	pttWait time.Duration
 	// audioNoise keeps what the audio libraries print on stderr (-v).
 	audioNoise bool
+	// compute loads ggml's CPU backend (doctor_compute.go).
+	compute func() (computeInfo, error)
 }
 
 func realDoctorEnv() doctorEnv {
@@ -62,6 +64,7 @@ func realDoctorEnv() doctorEnv {
 			return p.Close()
 		},
 		brokerWait: 3 * time.Second,
+		compute:    realCompute,
 	}
 }
 
@@ -118,6 +121,7 @@ func runDoctor(ctx context.Context, cfgPath string, env doctorEnv) []check {
 	}
 	add(check{"config", "ok", cfgPath + " is valid", ""})
 	add(checkClock(env.now()))
+	add(checkCompute(env.compute))
 	for _, kind := range []string{"whisper", "vad"} {
 		name := cfg.Models.Whisper
 		if kind == "vad" {

@@ -47,7 +47,12 @@ func TestDoctor(t *testing.T) {
 		failed string // the check that must fail ("" = none)
 		detail string // "check: text" its detail must contain ("" = not checked)
 	}{
-		{"healthy", nil, nil, "", ""},
+		{"healthy", nil, nil, "", "compute: ggml CPU backend from "},
+		{"no CPU backend", nil, func(e *doctorEnv) {
+			e.compute = func() (computeInfo, error) {
+				return computeInfo{}, errors.New("ggml: no compute backend found in /usr/lib/agorad")
+			}
+		}, "compute", "compute: no compute backend found"},
 		{"missing model", func(t *testing.T, c *configs.Config) { c.Models.Whisper = filepath.Join(t.TempDir(), "gone.bin") }, nil, "whisper model", "whisper model: gone.bin"},
 		{"broker down", func(t *testing.T, c *configs.Config) { c.MQTT.Broker = down.URL() }, nil, "broker", "broker: connect"},
 		{"unusable CA file", func(t *testing.T, c *configs.Config) {

@@ -27,7 +27,7 @@ const (
 	TypeQ8_0 = "q8_0"
 	// TypeQ4_0: ggml's CPU backend repacks q4_0 matrices for a faster
 	// GEMM: the encoder pass is about 30 % cheaper than with q8_0. One type
-	// for every matrix: whisper.cpp (1.9.5) gives every weight the header's
+	// for every matrix: whisper.cpp (1.8.5 and 1.9.5) gives every weight the header's
 	// type and rejects a file that mixes, say, a q4_0 encoder with a q8_0
 	// decoder ("tensor ... has wrong size in model file").
 	TypeQ4_0 = "q4_0"
