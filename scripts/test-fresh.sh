@@ -46,6 +46,13 @@ if [ ! -f "$BASE/.complete" ]; then
   touch "$BASE/.complete"
 fi
 rm -rf "$ROOT"; cp -a "$BASE" "$ROOT"
+# A machine of this workplace trusts its network's CA (its TLS egress goes
+# through it) and names the bundle in the environment (PIP_CERT and the
+# like): the fresh root gets the same, and nothing else of the host.
+if ls /usr/local/share/ca-certificates/*.crt >/dev/null 2>&1; then
+  cp /usr/local/share/ca-certificates/*.crt "$ROOT/usr/local/share/ca-certificates/"
+  chroot "$ROOT" update-ca-certificates >/dev/null 2>&1 || die "update-ca-certificates in the root"
+fi
 # This workplace's mirror serves Release files past their Valid-Until.
 echo 'Acquire::Check-Valid-Until "false";' >"$ROOT/etc/apt/apt.conf.d/99fresh"
 # The microphone: speech then silence, through ALSA's file plugin.
@@ -70,7 +77,9 @@ LOG=$DIR/$SUITE.log
 inroot() { # inroot CMD: one shell command in the root, as root, PATH as a login shell has it plus Go
   systemd-nspawn -q -D "$ROOT" --register=no --keep-unit --bind-ro="$GOROOT_HOST:/usr/local/go" \
     --setenv=PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
-    --setenv=HOME=/root --setenv=CI="${CI:-}" --chdir=/work/agorad /bin/bash -c "$1"
+    --setenv=HOME=/root --setenv=CI="${CI:-}" --chdir=/work/agorad \
+    --setenv=PIP_CERT=/etc/ssl/certs/ca-certificates.crt --setenv=SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt \
+    --setenv=REQUESTS_CA_BUNDLE=/etc/ssl/certs/ca-certificates.crt /bin/bash -c "$1"
 }
 step() { # step NAME CMD
   local t0 rc=0
