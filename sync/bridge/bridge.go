@@ -57,7 +57,9 @@ type Options struct {
 	// ThreadPrefix + device id is the AG-UI threadId (default "": the
 	// device id itself, one thread per device).
 	ThreadPrefix string
-	// MaxPayload refuses larger device messages; default 256 KiB.
+	// MaxPayload refuses larger device messages; default and minimum
+	// protocol.MaxMessageBytes, the most the device ever sends in one
+	// message (a larger batch comes in parts).
 	MaxPayload int
 	// PerDeviceLag exports the per-device lag gauge (one series per device).
 	PerDeviceLag bool
@@ -98,7 +100,11 @@ func New(o Options) (*Bridge, error) {
 		o.Retry.RejectAttempts = 1
 	}
 	if o.MaxPayload <= 0 {
-		o.MaxPayload = 256 << 10
+		o.MaxPayload = protocol.MaxMessageBytes
+	}
+	if o.MaxPayload < protocol.MaxMessageBytes {
+		return nil, fmt.Errorf("bridge: MaxPayload %d is below protocol.MaxMessageBytes (%d), the largest message a device sends",
+			o.MaxPayload, protocol.MaxMessageBytes)
 	}
 	m := o.Metrics
 	if m == nil {
@@ -145,8 +151,9 @@ func (b *Bridge) Handle(ctx context.Context, topic string, payload []byte, onWai
 		return nil
 	}
 	if len(payload) > b.o.MaxPayload {
-		b.bad("oversize", fmt.Sprintf("%d bytes (max %d)", len(payload), b.o.MaxPayload), topic, payload)
-		return nil
+		what := fmt.Sprintf("%d bytes (max %d)", len(payload), b.o.MaxPayload)
+		b.bad("oversize", what, topic, payload)
+		return b.parkRefused(ctx, device, topic, nil, payload, "oversize: "+what)
 	}
 	if !utf8.Valid(payload) {
 		b.bad("utf8", "payload is not valid UTF-8", topic, payload)
@@ -316,6 +323,10 @@ func (b *Bridge) data(ctx context.Context, device, name, topic string, payload [
 			b.bad("batch_count", fmt.Sprintf("count %d with %d items", batch.Count, len(batch.Items)), topic, payload)
 			ok = false
 		}
+		if err := protocol.ValidatePart(batch); ok && err != nil {
+			b.bad("batch_part", err.Error(), topic, payload)
+			ok = false
+		}
 	}
 	if !ok {
 		b.m.Messages.WithLabelValues(typ, "invalid").Inc()
@@ -328,13 +339,56 @@ func (b *Bridge) data(ctx context.Context, device, name, topic string, payload [
 	if found {
 		// Redelivered (the device's at-least-once, or our crash before the
 		// transport ack): the graph is not asked again; the answer and the
-		// ack are re-sent in case they were lost.
+		// ack are re-sent in case they were lost (once per batch: on its
+		// last part).
 		b.m.Messages.WithLabelValues(typ, "duplicate").Inc()
+		if batch.Part != nil && batch.Part.Index != batch.Part.Of {
+			return nil
+		}
 		return b.finish(ctx, device, env, rec)
+	}
+	if env.StoreID != "" {
+		// The same (store_id, seq) under another id: the device re-sent
+		// an entry whose id it lost. Not run again; the stored answer is
+		// re-sent and the new id acknowledged.
+		orig, dup, err := b.o.Store.BySeq(device, env.StoreID, env.Seq)
+		if err != nil {
+			return err
+		}
+		if dup {
+			rec, found, err := b.o.Store.Get(device, orig)
+			if err != nil {
+				return err
+			}
+			if found {
+				b.m.Messages.WithLabelValues(typ, "duplicate").Inc()
+				b.log.Warn("same store_id and seq as a message handed over before, under a new id; not run again",
+					"device", device, "id", env.ID, "first_id", orig, "store_id", env.StoreID, "seq", env.Seq)
+				if batch.Part != nil && batch.Part.Index != batch.Part.Of {
+					return nil
+				}
+				return b.finish(ctx, device, env, rec)
+			}
+		}
 	}
 	ds, err := b.o.Store.Device(device)
 	if err != nil {
 		return err
+	}
+	if env.StoreID != "" && env.StoreID == ds.StoreID && env.Seq < ds.StoreSeq {
+		// A new id with a seq below one already handed over from the same
+		// store: the device never produces that (it re-sends under the
+		// original id), so it is refused rather than run out of order.
+		b.m.BadInput.WithLabelValues("seq_regression").Inc()
+		b.m.Messages.WithLabelValues(typ, "invalid").Inc()
+		return b.parkRefused(ctx, device, topic, &env, payload,
+			fmt.Sprintf("seq_regression: seq %d under a new id, below %d of store %s", env.Seq, ds.StoreSeq, env.StoreID))
+	}
+	if batch.Part != nil {
+		var complete bool
+		if batch, payload, complete, err = b.collectPart(ctx, device, env, batch, payload); err != nil || !complete {
+			return err
+		}
 	}
 	if env.Seq <= ds.LastSeq {
 		// A new id with an old seq: the device re-published a batch after
@@ -356,7 +410,7 @@ func (b *Bridge) data(ctx context.Context, device, name, topic string, payload [
 		return ctx.Err()
 	}
 	now := time.Now()
-	rec = Record{Seq: env.Seq, At: now}
+	rec = Record{Seq: env.Seq, StoreID: env.StoreID, At: now}
 	var dl *DeadLetter
 	if err != nil {
 		rec.State, rec.Reason = StateParked, err.Error()
@@ -370,6 +424,9 @@ func (b *Bridge) data(ctx context.Context, device, name, topic string, payload [
 	}
 	if env.Seq > ds.LastSeq {
 		ds.LastSeq, ds.LastID = env.Seq, env.ID
+	}
+	if env.StoreID != "" && (env.StoreID != ds.StoreID || env.Seq > ds.StoreSeq) {
+		ds.StoreID, ds.StoreSeq = env.StoreID, env.Seq
 	}
 	if env.Offline {
 		ds.Offline++
@@ -398,11 +455,15 @@ func (b *Bridge) finish(ctx context.Context, device string, env protocol.Envelop
 	t0 := time.Now()
 	var payloads [][]byte
 	if rec.Reply != nil {
-		payload, err := json.Marshal(rec.Reply)
-		if err != nil {
-			return fmt.Errorf("encode reply to %s: %w", env.ID, err)
+		// An answer longer than one command goes as numbered reply
+		// commands, in order, each acked by the device with its outcome.
+		for _, part := range protocol.SplitReply(*rec.Reply) {
+			payload, err := json.Marshal(part)
+			if err != nil {
+				return fmt.Errorf("encode reply to %s: %w", env.ID, err)
+			}
+			payloads = append(payloads, payload)
 		}
-		payloads = append(payloads, payload)
 	}
 	ack, _ := json.Marshal(map[string]any{"id": "ack-" + env.ID, "type": protocol.CmdAck, "ids": []string{env.ID}})
 	payloads = append(payloads, ack)

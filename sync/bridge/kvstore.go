@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 
 	"github.com/nats-io/nats.go"
 )
@@ -76,6 +77,11 @@ func (s *KVStore) Commit(device, id string, rec Record, ds DeviceState, dl *Dead
 			return fmt.Errorf("store dead letter %s/%s: %w", device, id, err)
 		}
 	}
+	if rec.StoreID != "" {
+		if err := s.put(kvSeq(device, rec.StoreID, rec.Seq), id); err != nil {
+			return fmt.Errorf("store seq index %s/%s: %w", device, id, err)
+		}
+	}
 	ds.Mode, ds.Online, ds.StatusAt = "", false, ""
 	if err := s.put("d."+kvDev(device), ds); err != nil {
 		return fmt.Errorf("store device %s: %w", device, err)
@@ -83,7 +89,78 @@ func (s *KVStore) Commit(device, id string, rec Record, ds DeviceState, dl *Dead
 	if err := s.put("m."+kvDev(device)+"."+id, rec); err != nil {
 		return fmt.Errorf("store record %s/%s: %w", device, id, err)
 	}
+	// The parts are no longer needed; left behind by a crash they are
+	// only space (a redelivered part finds the record first).
+	keys, err := s.partKeys(device, id)
+	if err == nil {
+		for _, k := range keys {
+			_ = s.kv.Purge(k)
+		}
+	}
 	return nil
+}
+
+func kvSeq(device, storeID string, seq uint64) string {
+	return fmt.Sprintf("q.%s.%s.%d", kvDev(device), hex.EncodeToString([]byte(storeID)), seq)
+}
+
+func kvPart(device, id string, index int) string {
+	return fmt.Sprintf("p.%s.%s.%05d", kvDev(device), id, index)
+}
+
+// BySeq implements Store.
+func (s *KVStore) BySeq(device, storeID string, seq uint64) (string, bool, error) {
+	var id string
+	found, err := s.get(kvSeq(device, storeID, seq), &id)
+	if err != nil {
+		return "", false, fmt.Errorf("read seq %d of %s/%s: %w", seq, device, storeID, err)
+	}
+	return id, found, nil
+}
+
+// PutPart implements Store.
+func (s *KVStore) PutPart(device, id string, index int, payload []byte) error {
+	if _, err := s.kv.Put(kvPart(device, id, index), payload); err != nil {
+		return fmt.Errorf("store part %d of %s/%s: %w", index, device, id, err)
+	}
+	return nil
+}
+
+func (s *KVStore) partKeys(device, id string) ([]string, error) {
+	w, err := s.kv.Watch(fmt.Sprintf("p.%s.%s.*", kvDev(device), id), nats.IgnoreDeletes(), nats.MetaOnly())
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = w.Stop() }()
+	var keys []string
+	for e := range w.Updates() {
+		if e == nil {
+			break
+		}
+		keys = append(keys, e.Key())
+	}
+	sort.Strings(keys)
+	return keys, nil
+}
+
+// Parts implements Store.
+func (s *KVStore) Parts(device, id string) ([][]byte, error) {
+	keys, err := s.partKeys(device, id)
+	if err != nil {
+		return nil, fmt.Errorf("list parts of %s/%s: %w", device, id, err)
+	}
+	var out [][]byte
+	for _, k := range keys {
+		e, err := s.kv.Get(k)
+		if errors.Is(err, nats.ErrKeyNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read part %s: %w", k, err)
+		}
+		out = append(out, e.Value())
+	}
+	return out, nil
 }
 
 // PutDevice implements Store (only the status part).
