@@ -1,0 +1,150 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agora/agorad/buffer"
+	"github.com/agora/agorad/sync/bridge/fleetsim"
+	"github.com/agora/agorad/sync/brokertest"
+	"github.com/agora/agorad/sync/protocol"
+	"github.com/agora/agorad/sync/uplink"
+)
+
+// A listen buffer far larger than one message (issue 27), on the built
+// agora-bridge, mosquitto and the reference graph, with the device's real
+// store and uplink: the bridge is killed (-9) while the batch's parts
+// arrive, restarted, and the graph holds every note once, in order, from
+// one batch run, under both delivery modes; the device's outbox empties.
+// AGORA_BIG_BATCH_NOTES sets the size (default 10,000, issue 27's; about 7 s).
+func TestEndToEndBigBatchBridgeKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: mosquitto, agora-bridge, the reference graph (Python)")
+	}
+	root := repoRoot(t)
+	if _, err := os.Stat(filepath.Join(root, "refgraph")); err != nil {
+		t.Skip("no refgraph/")
+	}
+	n := envInt("AGORA_BIG_BATCH_NOTES", 10000)
+	g, err := fleetsim.StartRefGraph(t.Context(), root, "REFGRAPH_DB="+filepath.Join(t.TempDir(), "cp.sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Stop()
+	note := func(i int) string {
+		return fmt.Sprintf("Notitie %05d: scheur in de las bij spant vier, noordkolom, tweede verdieping.", i)
+	}
+	for _, delivery := range []string{uplink.DeliveryBroker, uplink.DeliveryBackend} {
+		t.Run(delivery, func(t *testing.T) {
+			broker := brokertest.Start(t)
+			stateDir := t.TempDir()
+			br := fleetsim.NewProc("bridge", "", nil, binPath, "run", "--broker", broker.URL(), "--agui-url", g.URL(),
+				"--state-dir", stateDir, "--log-level", "debug")
+			if err := br.Start(); err != nil {
+				t.Fatal(err)
+			}
+			defer br.Stop()
+			deviceID := "big-" + delivery
+			st, err := buffer.Open(t.TempDir(), buffer.Options{Sync: buffer.SyncNone, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer st.Close()
+			for i := range n {
+				if _, err := st.AppendListen(buffer.Record{Text: note(i), Lang: "nl", StartedAt: time.Now(), DurationMS: 1500, Source: "typed"}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			batch, flushed, err := st.FlushListen(false)
+			if err != nil || flushed != n {
+				t.Fatalf("flush: %d notes, %v", flushed, err)
+			}
+			// Give the bridge its subscription before the device speaks.
+			deadline := time.Now().Add(15 * time.Second)
+			for !strings.Contains(br.Log(), "agora-bridge running") && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
+			time.Sleep(300 * time.Millisecond)
+			up, err := uplink.New(uplink.Options{DeviceID: deviceID, BrokerURL: broker.URL(), BackoffMin: 20 * time.Millisecond,
+				BackoffMax: 500 * time.Millisecond, KeepAlive: 5 * time.Second, Delivery: delivery, AckTimeout: 5 * time.Second,
+				Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+				Status: func() protocol.Status { return protocol.Status{Mode: "listen", Version: "test"} }}, st, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan struct{})
+			go func() { defer close(done); _ = up.Run(ctx) }()
+			defer func() { cancel(); <-done }()
+
+			// Kill the bridge as soon as it has kept a part.
+			deadline = time.Now().Add(30 * time.Second)
+			for !strings.Contains(br.Log(), "batch part kept") {
+				if time.Now().After(deadline) {
+					t.Fatalf("no batch part reached the bridge:\n%s", tail(br.Log(), 4000))
+				}
+				time.Sleep(2 * time.Millisecond)
+			}
+			br.Kill9()
+			killedAt := strings.Count(br.Log(), "batch part kept")
+			if err := br.Start(); err != nil {
+				t.Fatal(err)
+			}
+			deadline = time.Now().Add(120 * time.Second)
+			for {
+				c, _ := st.OutboxCount()
+				th, _ := g.Thread(deviceID)
+				if c == 0 && th != nil {
+					if rbm, _ := th["runs_by_message"].(map[string]any); rbm[batch.ID] != nil {
+						break
+					}
+				}
+				if time.Now().After(deadline) {
+					t.Fatalf("outbox %d, thread %v\nbridge log:\n%s", c, th != nil, tail(br.Log(), 4000))
+				}
+				time.Sleep(100 * time.Millisecond)
+			}
+			th, err := g.Thread(deviceID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rbm := th["runs_by_message"].(map[string]any)
+			if len(rbm) != 1 || rbm[batch.ID].(float64) != 1 {
+				t.Errorf("graph runs by message %v, want the batch %s once", rbm, batch.ID)
+			}
+			buf, _ := th["message_buffer"].([]any)
+			if len(buf) != n {
+				t.Fatalf("graph holds %d notes, want %d", len(buf), n)
+			}
+			for i, m := range buf {
+				if c, _ := m.(map[string]any)["content"].(string); c != note(i) {
+					t.Fatalf("graph note %d is %q, want %q", i, c, note(i))
+				}
+			}
+			t.Logf("%d notes, killed after %d part(s) kept; device: %+v", n, killedAt, up.Stats())
+			if delivery == uplink.DeliveryBackend && up.Stats().Confirmed < 1 {
+				t.Errorf("the bridge never confirmed the batch to the device")
+			}
+			br.Stop()
+			out, err := exec.Command(binPath, "deadletters", "--state-dir", stateDir).CombinedOutput()
+			if err != nil || strings.TrimSpace(string(out)) != "" {
+				t.Errorf("dead letters after a clean batch: %v %s", err, out)
+			}
+		})
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "…" + s[len(s)-n:]
+	}
+	return s
+}
