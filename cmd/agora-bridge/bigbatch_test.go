@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,7 +13,10 @@ import (
 	"testing"
 	"time"
 
+	paho "github.com/eclipse/paho.mqtt.golang"
+
 	"github.com/agora/agorad/buffer"
+	"github.com/agora/agorad/sync/agui/aguitest"
 	"github.com/agora/agorad/sync/bridge/fleetsim"
 	"github.com/agora/agorad/sync/brokertest"
 	"github.com/agora/agorad/sync/protocol"
@@ -147,4 +151,69 @@ func tail(s string, n int) string {
 		return "…" + s[len(s)-n:]
 	}
 	return s
+}
+
+// A message the bridge refuses is parked whole and `agora-bridge
+// deadletters` lists it while the bridge runs (and after it stopped).
+func TestDeadLettersWhileRunning(t *testing.T) {
+	broker := brokertest.Start(t)
+	agent := aguitest.Start()
+	defer agent.Close()
+	stateDir := t.TempDir()
+	br := fleetsim.NewProc("bridge", "", nil, binPath, "run", "--broker", broker.URL(), "--agui-url", agent.URL,
+		"--state-dir", stateDir, "--log-level", "debug")
+	if err := br.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer br.Stop()
+	deadline := time.Now().Add(15 * time.Second)
+	for !strings.Contains(br.Log(), "agora-bridge running") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	c := paho.NewClient(paho.NewClientOptions().AddBroker(broker.URL()).SetClientID("raw-dl"))
+	if tok := c.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+		t.Fatalf("connect: %v", tok.Error())
+	}
+	defer c.Disconnect(100)
+	payload, _ := json.Marshal(protocol.Utterance{Envelope: protocol.Envelope{V: 1, Type: protocol.TypeUtterance,
+		ID: "019c0000-0000-7000-8000-0000000000dl", Seq: 1, DeviceID: "dl-1", CreatedAt: protocol.FormatTime(time.Now())},
+		Text: strings.Repeat("far too long ", protocol.MaxMessageBytes/13+100)})
+	if tok := c.Publish("agora/v1/dl-1/utterances", 1, false, payload); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+		t.Fatalf("publish: %v", tok.Error())
+	}
+	list := func() string {
+		out, err := exec.Command(binPath, "deadletters", "--state-dir", stateDir).CombinedOutput()
+		if err != nil {
+			t.Fatalf("deadletters: %v\n%s", err, out)
+		}
+		return string(out)
+	}
+	want := []string{"dl-1", "019c0000-0000-7000-8000-0000000000dl", fmt.Sprintf("%d bytes", len(payload)), "oversize"}
+	deadline = time.Now().Add(10 * time.Second)
+	var out string
+	for {
+		out = list()
+		ok := true
+		for _, w := range want {
+			ok = ok && strings.Contains(out, w)
+		}
+		if ok {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("deadletters while running:\n%s\nbridge log:\n%s", out, tail(br.Log(), 3000))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if !strings.Contains(out, "listing") {
+		t.Errorf("deadletters did not say it read the files of a running bridge:\n%s", out)
+	}
+	br.Stop()
+	if out := list(); !strings.Contains(out, "019c0000-0000-7000-8000-0000000000dl") {
+		t.Errorf("deadletters after the stop:\n%s", out)
+	}
+	if len(agent.Runs()) != 0 {
+		t.Errorf("the refused message ran")
+	}
 }

@@ -255,7 +255,7 @@ func run(ctx context.Context, c Config, log *slog.Logger) error {
 func cmdDeadLetters(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("agora-bridge deadletters", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	stateDir := fs.String("state-dir", "", "state directory of a mosquitto-mode bridge (stopped)")
+	stateDir := fs.String("state-dir", "", "state directory of a mosquitto-mode bridge (running or stopped)")
 	natsURL := fs.String("nats", "", "NATS URL of a fleet")
 	partitions := fs.Int("partitions", 16, "JetStream partitions")
 	limit := fs.Int("n", 100, "at most this many")
