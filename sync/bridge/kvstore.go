@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 )
@@ -73,7 +74,7 @@ func (s *KVStore) Device(device string) (DeviceState, error) {
 // Commit implements Store.
 func (s *KVStore) Commit(device, id string, rec Record, ds DeviceState, dl *DeadLetter) error {
 	if dl != nil {
-		if err := s.put("x."+kvDev(device)+"."+id, dl); err != nil {
+		if err := s.putDeadLetter(device, id, dl); err != nil {
 			return fmt.Errorf("store dead letter %s/%s: %w", device, id, err)
 		}
 	}
@@ -182,6 +183,9 @@ func (s *KVStore) DeadLetters(limit int) ([]DeadLetter, error) {
 		}
 		var dl DeadLetter
 		if err := json.Unmarshal(e.Value(), &dl); err == nil {
+			if err := s.joinChunks(e.Key(), &dl); err != nil {
+				return nil, err
+			}
 			out = append(out, dl)
 		}
 		if limit > 0 && len(out) >= limit {
@@ -193,3 +197,42 @@ func (s *KVStore) DeadLetters(limit int) ([]DeadLetter, error) {
 
 // Close implements Store (the connection is the JetStream's).
 func (s *KVStore) Close() error { return nil }
+
+// kvChunk bounds one KV value: NATS's default max_payload is 1 MiB, and a
+// parked batch joined from parts can be many times that.
+const kvChunk = 512 << 10
+
+// putDeadLetter stores dl; a payload larger than kvChunk goes first, in
+// chunks under "y.<device>.<id>.<n>", and the dead letter records how many.
+func (s *KVStore) putDeadLetter(device, id string, dl *DeadLetter) error {
+	if len(dl.Payload) <= kvChunk {
+		return s.put("x."+kvDev(device)+"."+id, dl)
+	}
+	head := *dl
+	head.Payload = nil
+	for off := 0; off < len(dl.Payload); off += kvChunk {
+		end := min(off+kvChunk, len(dl.Payload))
+		if _, err := s.kv.Put(fmt.Sprintf("y.%s.%s.%05d", kvDev(device), id, head.PayloadChunks), dl.Payload[off:end]); err != nil {
+			return fmt.Errorf("payload chunk %d: %w", head.PayloadChunks, err)
+		}
+		head.PayloadChunks++
+	}
+	return s.put("x."+kvDev(device)+"."+id, head)
+}
+
+// joinChunks reads back the payload of a dead letter stored in chunks.
+func (s *KVStore) joinChunks(key string, dl *DeadLetter) error {
+	if dl.PayloadChunks == 0 {
+		return nil
+	}
+	rest, _ := strings.CutPrefix(key, "x.")
+	for i := range dl.PayloadChunks {
+		e, err := s.kv.Get(fmt.Sprintf("y.%s.%05d", rest, i))
+		if err != nil {
+			return fmt.Errorf("read dead letter %s chunk %d: %w", key, i, err)
+		}
+		dl.Payload = append(dl.Payload, e.Value()...)
+	}
+	dl.PayloadChunks = 0
+	return nil
+}

@@ -58,6 +58,9 @@ type DeadLetter struct {
 	Reason   string    `json:"reason"`
 	Attempts int       `json:"attempts"`
 	At       time.Time `json:"at"`
+	// PayloadChunks is internal to KVStore: the payload is stored apart,
+	// in this many chunks (0 when it is in Payload).
+	PayloadChunks int `json:"payload_chunks,omitempty"`
 }
 
 // Store keeps de-duplication records, device state and dead letters.

@@ -88,6 +88,19 @@ func TestStoresKeepPartsAndSeqIndex(t *testing.T) {
 					t.Errorf("BySeq(%s, %d) = %q, %v, %v", c.store, c.seq, got, found, err)
 				}
 			}
+			// A parked batch joined from parts can exceed one NATS message.
+			big := make([]byte, 3<<20)
+			for i := range big {
+				big[i] = byte('a' + i%26)
+			}
+			dl := &bridge.DeadLetter{DeviceID: dev, ID: "big-dl", Seq: 42, Payload: big, Reason: "test", At: time.Now()}
+			if err := st.Commit(dev, "big-dl", bridge.Record{Seq: 42, State: bridge.StateParked}, bridge.DeviceState{LastSeq: 42, StoreID: "store-1", StoreSeq: 41}, dl); err != nil {
+				t.Fatal(err)
+			}
+			dls, err := st.DeadLetters(0)
+			if err != nil || len(dls) != 1 || string(dls[0].Payload) != string(big) || dls[0].Seq != 42 {
+				t.Fatalf("dead letters: %d (%v)", len(dls), err)
+			}
 			ds, err := st.Device(dev)
 			if err != nil || ds.StoreID != "store-1" || ds.StoreSeq != 41 {
 				t.Errorf("device state %+v, %v", ds, err)
