@@ -217,3 +217,114 @@ func TestDeadLettersWhileRunning(t *testing.T) {
 		t.Errorf("the refused message ran")
 	}
 }
+
+// An answer of over 200 KB (the reference graph's echo model answers with
+// the notes it holds) reaches the device whole: the built bridge sends it
+// as numbered reply commands, each accepted by the device's own command
+// parser, which together are the graph's final_written.
+func TestEndToEndLongAnswer(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: mosquitto, agora-bridge, the reference graph (Python)")
+	}
+	root := repoRoot(t)
+	if _, err := os.Stat(filepath.Join(root, "refgraph")); err != nil {
+		t.Skip("no refgraph/")
+	}
+	g, err := fleetsim.StartRefGraph(t.Context(), root, "REFGRAPH_DB="+filepath.Join(t.TempDir(), "cp.sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Stop()
+	broker := brokertest.Start(t)
+	cmds := broker.Subscribe(t, "agora/v1/+/commands")
+	br := fleetsim.NewProc("bridge", "", nil, binPath, "run", "--broker", broker.URL(), "--agui-url", g.URL(),
+		"--state-dir", t.TempDir(), "--log-level", "debug")
+	if err := br.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer br.Stop()
+	const deviceID = "long-answer-1"
+	st, err := buffer.Open(t.TempDir(), buffer.Options{Sync: buffer.SyncNone, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	for i := range 2700 {
+		if _, err := st.AppendListen(buffer.Record{Text: fmt.Sprintf("Notitie %04d: roest aan de noordgevel bij de tweede kolom, foto genomen.", i),
+			Lang: "nl", StartedAt: time.Now(), Source: "typed"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, _, err := st.FlushListen(false); err != nil {
+		t.Fatal(err)
+	}
+	q, err := st.EnqueueUtterance(buffer.Record{Text: "AGORA, wat heb ik allemaal genoteerd?", Lang: "nl", StartedAt: time.Now(), Source: "typed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for !strings.Contains(br.Log(), "agora-bridge running") && time.Now().Before(deadline) {
+		time.Sleep(20 * time.Millisecond)
+	}
+	time.Sleep(300 * time.Millisecond)
+	up, err := uplink.New(uplink.Options{DeviceID: deviceID, BrokerURL: broker.URL(), BackoffMin: 20 * time.Millisecond,
+		BackoffMax: 500 * time.Millisecond, KeepAlive: 5 * time.Second, Delivery: uplink.DeliveryBackend, AckTimeout: 30 * time.Second,
+		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+		Status: func() protocol.Status { return protocol.Status{Mode: "feedback", Version: "test"} }}, st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = up.Run(ctx) }()
+	defer func() { cancel(); <-done }()
+
+	isAck := func(m brokertest.Message) bool {
+		cmd, err := protocol.ParseCommand(deviceID, m.Payload)
+		return err == nil && cmd.Type == protocol.CmdAck && cmd.IDs[0] == q.ID
+	}
+	msgs, ok := cmds.WaitFor(120*time.Second, func(m []brokertest.Message) bool {
+		for _, x := range m {
+			if isAck(x) {
+				return true
+			}
+		}
+		return false
+	})
+	if !ok {
+		t.Fatalf("no ack of the question\n%s", tail(br.Log(), 4000))
+	}
+	th, err := g.Thread(deviceID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	written, _ := th["final_written"].(string)
+	if len(written) < 200<<10 {
+		t.Fatalf("the graph answered %d bytes; the test needs over 200 KB", len(written))
+	}
+	var text strings.Builder
+	seen := map[string]bool{}
+	n := 0
+	for _, m := range msgs {
+		cmd, err := protocol.ParseCommand(deviceID, m.Payload)
+		if err != nil {
+			t.Fatalf("the device refuses a command of %d bytes: %v", len(m.Payload), err)
+		}
+		if cmd.Type != protocol.CmdReply || cmd.Reply.InReplyTo != q.ID || seen[cmd.ID] {
+			continue
+		}
+		seen[cmd.ID] = true
+		n++
+		if !strings.HasPrefix(cmd.ID, fmt.Sprintf("reply-%s.p%dof", q.ID, n)) {
+			t.Fatalf("reply part %d has id %s", n, cmd.ID)
+		}
+		text.WriteString(cmd.Reply.Text)
+	}
+	if strings.Join(strings.Fields(text.String()), " ") != strings.Join(strings.Fields(written), " ") {
+		t.Fatalf("%d reply parts carry %d bytes; the graph's answer is %d", n, text.Len(), len(written))
+	}
+	t.Logf("answer of %d bytes in %d reply commands", len(written), n)
+	if s := up.Stats(); s.RejectedCommands != 0 {
+		t.Errorf("device rejected %d commands", s.RejectedCommands)
+	}
+}
