@@ -156,7 +156,10 @@ func (b *Bridge) Handle(ctx context.Context, topic string, payload []byte, onWai
 		return b.parkRefused(ctx, device, topic, nil, payload, "oversize: "+what)
 	}
 	if !utf8.Valid(payload) {
-		b.bad("utf8", "payload is not valid UTF-8", topic, payload)
+		why := b.bad("utf8", "payload is not valid UTF-8", topic, payload)
+		if name == protocol.TopicUtterances || name == protocol.TopicBatches {
+			return b.parkBad(device, topic, payload, why)
+		}
 		return nil
 	}
 	switch name {
@@ -172,10 +175,13 @@ func (b *Bridge) Handle(ctx context.Context, topic string, payload []byte, onWai
 	}
 }
 
-func (b *Bridge) bad(reason, what, topic string, payload []byte) {
+// bad counts and logs refused input and returns "reason: what" for a dead
+// letter.
+func (b *Bridge) bad(reason, what, topic string, payload []byte) string {
 	b.m.BadInput.WithLabelValues(reason).Inc()
 	b.log.Warn("device message refused", "reason", reason, "what", what, "topic", excerptString(topic),
 		"payload", agui.Excerpt(payload))
+	return reason + ": " + what
 }
 
 func excerptString(s string) string {
@@ -185,12 +191,12 @@ func excerptString(s string) string {
 	return s
 }
 
-// envelope decodes and checks the common header against the topic.
-func (b *Bridge) envelope(device, wantType, topic string, payload []byte, v any) (protocol.Envelope, bool) {
+// envelope decodes and checks the common header against the topic; a
+// refusal is counted, logged and returned as "reason: what" ("" when ok).
+func (b *Bridge) envelope(device, wantType, topic string, payload []byte, v any) (protocol.Envelope, string) {
 	var env protocol.Envelope
 	if err := json.Unmarshal(payload, &env); err != nil {
-		b.bad("json", "not protocol JSON: "+err.Error(), topic, payload)
-		return env, false
+		return env, b.bad("json", "not protocol JSON: "+err.Error(), topic, payload)
 	}
 	var problem, reason string
 	switch {
@@ -204,16 +210,14 @@ func (b *Bridge) envelope(device, wantType, topic string, payload []byte, v any)
 		problem, reason = "missing or malformed id (1-128 of A-Z a-z 0-9 . _ = -)", "id"
 	}
 	if problem != "" {
-		b.bad(reason, problem, topic, payload)
-		return env, false
+		return env, b.bad(reason, problem, topic, payload)
 	}
 	if v != nil {
 		if err := json.Unmarshal(payload, v); err != nil {
-			b.bad("json", "body: "+err.Error(), topic, payload)
-			return env, false
+			return env, b.bad("json", "body: "+err.Error(), topic, payload)
 		}
 	}
-	return env, true
+	return env, ""
 }
 
 // validID accepts the device's UUIDv7 ids and anything else that is safe in
@@ -232,7 +236,7 @@ func validID(id string) bool {
 
 func (b *Bridge) status(device, topic string, payload []byte) error {
 	var st protocol.StatusMessage
-	if _, ok := b.envelope(device, protocol.TypeStatus, topic, payload, &st); !ok {
+	if _, refused := b.envelope(device, protocol.TypeStatus, topic, payload, &st); refused != "" {
 		return nil
 	}
 	ds, err := b.o.Store.Device(device)
@@ -274,8 +278,8 @@ func (b *Bridge) control(ctx context.Context, device, name, topic string, payloa
 		Outcome     string `json:"outcome"`
 		Error       string `json:"error"`
 	}
-	env, ok := b.envelope(device, "", topic, payload, &msg)
-	if !ok {
+	env, refused := b.envelope(device, "", topic, payload, &msg)
+	if refused != "" {
 		return nil
 	}
 	switch env.Type {
@@ -303,34 +307,31 @@ func (b *Bridge) control(ctx context.Context, device, name, topic string, payloa
 // data hands an utterance or batch over to the graph, once.
 func (b *Bridge) data(ctx context.Context, device, name, topic string, payload []byte, onWait func()) error {
 	var (
-		env   protocol.Envelope
-		ok    bool
-		utt   protocol.Utterance
-		batch protocol.Batch
-		typ   string
+		env     protocol.Envelope
+		refused string // "reason: what" of bad input
+		utt     protocol.Utterance
+		batch   protocol.Batch
+		typ     string
 	)
 	if name == protocol.TopicUtterances {
 		typ = protocol.TypeUtterance
-		env, ok = b.envelope(device, typ, topic, payload, &utt)
-		if ok && strings.TrimSpace(utt.Text) == "" {
-			b.bad("empty_text", "utterance without text", topic, payload)
-			ok = false
+		env, refused = b.envelope(device, typ, topic, payload, &utt)
+		if refused == "" && strings.TrimSpace(utt.Text) == "" {
+			refused = b.bad("empty_text", "utterance without text", topic, payload)
 		}
 	} else {
 		typ = protocol.TypeBatch
-		env, ok = b.envelope(device, typ, topic, payload, &batch)
-		if ok && (len(batch.Items) == 0 || batch.Count != len(batch.Items)) {
-			b.bad("batch_count", fmt.Sprintf("count %d with %d items", batch.Count, len(batch.Items)), topic, payload)
-			ok = false
+		env, refused = b.envelope(device, typ, topic, payload, &batch)
+		if refused == "" && (len(batch.Items) == 0 || batch.Count != len(batch.Items)) {
+			refused = b.bad("batch_count", fmt.Sprintf("count %d with %d items", batch.Count, len(batch.Items)), topic, payload)
 		}
-		if err := protocol.ValidatePart(batch); ok && err != nil {
-			b.bad("batch_part", err.Error(), topic, payload)
-			ok = false
+		if err := protocol.ValidatePart(batch); refused == "" && err != nil {
+			refused = b.bad("batch_part", err.Error(), topic, payload)
 		}
 	}
-	if !ok {
+	if refused != "" {
 		b.m.Messages.WithLabelValues(typ, "invalid").Inc()
-		return nil
+		return b.parkBad(device, topic, payload, refused)
 	}
 	rec, found, err := b.o.Store.Get(device, env.ID)
 	if err != nil {

@@ -42,8 +42,8 @@ func (b *Bridge) collectPart(ctx context.Context, device string, env protocol.En
 		// Parts that disagree (a device bug): the graph gets nothing it
 		// cannot trust, the operator gets every part.
 		all, _ := json.Marshal(raws)
-		b.bad("batch_part", jerr.Error(), protocol.Topic(device, protocol.TopicBatches), all)
-		return whole, nil, false, b.parkRefused(ctx, device, protocol.Topic(device, protocol.TopicBatches), &env, all, "batch_part: "+jerr.Error())
+		why := b.bad("batch_part", jerr.Error(), protocol.Topic(device, protocol.TopicBatches), all)
+		return whole, nil, false, b.parkRefused(ctx, device, protocol.Topic(device, protocol.TopicBatches), &env, all, why)
 	}
 	b.log.Debug("batch parts joined", "device", device, "id", env.ID, "parts", len(parts), "notes", whole.Count)
 	return whole, wholePayload, true, nil
@@ -92,5 +92,30 @@ func (b *Bridge) parkRefused(ctx context.Context, device, topic string, env *pro
 	if answer {
 		return b.finish(ctx, device, *env, rec)
 	}
+	return nil
+}
+
+// parkBad keeps bad input from a device's data topics (not JSON, wrong
+// version or type, device mismatch, bad id, empty text, counts that do not
+// add up) as a dead letter with its full content, under "refused-" and a
+// hash of the content (its id cannot be trusted), and answers nothing: a
+// copy that comes again is the same dead letter.
+func (b *Bridge) parkBad(device, topic string, payload []byte, reason string) error {
+	sum := sha256.Sum256(payload)
+	id := "refused-" + hex.EncodeToString(sum[:12])
+	if _, found, err := b.o.Store.Get(device, id); err != nil || found {
+		return err
+	}
+	ds, err := b.o.Store.Device(device)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	ds.UpdatedAt = now
+	dl := &DeadLetter{DeviceID: device, ID: id, Topic: topic, Payload: payload, Reason: reason, At: now}
+	if err := b.o.Store.Commit(device, id, Record{State: StateParked, Reason: reason, At: now}, ds, dl); err != nil {
+		return err
+	}
+	b.m.Parked.Inc()
 	return nil
 }
