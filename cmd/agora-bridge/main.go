@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -254,7 +255,7 @@ func run(ctx context.Context, c Config, log *slog.Logger) error {
 func cmdDeadLetters(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("agora-bridge deadletters", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	stateDir := fs.String("state-dir", "", "state directory of a mosquitto-mode bridge (stopped)")
+	stateDir := fs.String("state-dir", "", "state directory of a mosquitto-mode bridge (running or stopped)")
 	natsURL := fs.String("nats", "", "NATS URL of a fleet")
 	partitions := fs.Int("partitions", 16, "JetStream partitions")
 	limit := fs.Int("n", 100, "at most this many")
@@ -272,10 +273,18 @@ func cmdDeadLetters(args []string, stdout, stderr io.Writer) int {
 		defer js.Close()
 		store = js.Store()
 	case *stateDir != "":
-		bs, err := bridge.OpenBadger(*stateDir, false, slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn})))
+		bs, err := bridge.OpenBadger(*stateDir, false, slog.New(slog.NewTextHandler(io.Discard, nil)))
 		if err != nil {
-			fmt.Fprintf(stderr, "agora-bridge: %v\n", err)
-			return exitFailed
+			// Most likely the bridge is running and holds the database:
+			// every dead letter is also a file in the state directory.
+			dls, ferr := bridge.ReadDeadLetterFiles(*stateDir, *limit)
+			if ferr != nil {
+				fmt.Fprintf(stderr, "agora-bridge: %v; %v\n", err, ferr)
+				return exitFailed
+			}
+			fmt.Fprintf(stderr, "agora-bridge: state database busy (%v): listing %s\n", err, bridge.DeadLetterDir(*stateDir))
+			printDeadLetters(stdout, dls)
+			return exitOK
 		}
 		defer bs.Close()
 		store = bs
@@ -288,8 +297,13 @@ func cmdDeadLetters(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agora-bridge: %v\n", err)
 		return exitFailed
 	}
-	for _, d := range dls {
-		fmt.Fprintf(stdout, "%s\t%s\tseq %d\t%s\tattempts %d\t%s\n", d.At.UTC().Format(time.RFC3339), d.DeviceID, d.Seq, d.ID, d.Attempts, d.Reason)
-	}
+	printDeadLetters(stdout, dls)
 	return exitOK
+}
+
+func printDeadLetters(w io.Writer, dls []bridge.DeadLetter) {
+	for _, d := range dls {
+		fmt.Fprintf(w, "%s\t%s\tseq %d\t%s\tattempts %d\t%d bytes\t%s\n", d.At.UTC().Format(time.RFC3339), d.DeviceID, d.Seq, d.ID,
+			d.Attempts, len(d.Payload), strconv.Quote(d.Reason))
+	}
 }

@@ -26,9 +26,13 @@ const ExcerptLen = 200
 type Client struct {
 	url  string
 	http *http.Client
-	// MaxEventBytes bounds one SSE event (all its data lines); default 4 MiB.
+	// MaxEventBytes bounds one SSE event (all its data lines); default 64
+	// MiB: a state snapshot carries the thread's buffered notes, and a full
+	// listen buffer (up to 16 MiB on the device, about 50,000 notes) comes
+	// back with ids and message wrappers at a few times that (10,000 notes
+	// already pass 4 MiB).
 	MaxEventBytes int
-	// MaxStreamBytes bounds a whole stream; default 64 MiB.
+	// MaxStreamBytes bounds a whole stream; default 256 MiB.
 	MaxStreamBytes int64
 	// Header is added to every request (e.g. Authorization).
 	Header http.Header
@@ -51,7 +55,7 @@ func New(url string, maxConns int, timeout time.Duration) *Client {
 		DisableCompression:    true,
 	}
 	return &Client{url: url, http: &http.Client{Transport: tr, Timeout: timeout},
-		MaxEventBytes: 4 << 20, MaxStreamBytes: 64 << 20}
+		MaxEventBytes: 64 << 20, MaxStreamBytes: 256 << 20}
 }
 
 // URL is the endpoint the client posts to.

@@ -57,7 +57,9 @@ type Options struct {
 	// ThreadPrefix + device id is the AG-UI threadId (default "": the
 	// device id itself, one thread per device).
 	ThreadPrefix string
-	// MaxPayload refuses larger device messages; default 256 KiB.
+	// MaxPayload refuses larger device messages; default and minimum
+	// protocol.MaxMessageBytes, the most the device ever sends in one
+	// message (a larger batch comes in parts).
 	MaxPayload int
 	// PerDeviceLag exports the per-device lag gauge (one series per device).
 	PerDeviceLag bool
@@ -98,7 +100,11 @@ func New(o Options) (*Bridge, error) {
 		o.Retry.RejectAttempts = 1
 	}
 	if o.MaxPayload <= 0 {
-		o.MaxPayload = 256 << 10
+		o.MaxPayload = protocol.MaxMessageBytes
+	}
+	if o.MaxPayload < protocol.MaxMessageBytes {
+		return nil, fmt.Errorf("bridge: MaxPayload %d is below protocol.MaxMessageBytes (%d), the largest message a device sends",
+			o.MaxPayload, protocol.MaxMessageBytes)
 	}
 	m := o.Metrics
 	if m == nil {
@@ -145,11 +151,15 @@ func (b *Bridge) Handle(ctx context.Context, topic string, payload []byte, onWai
 		return nil
 	}
 	if len(payload) > b.o.MaxPayload {
-		b.bad("oversize", fmt.Sprintf("%d bytes (max %d)", len(payload), b.o.MaxPayload), topic, payload)
-		return nil
+		what := fmt.Sprintf("%d bytes (max %d)", len(payload), b.o.MaxPayload)
+		b.bad("oversize", what, topic, payload)
+		return b.parkRefused(ctx, device, topic, nil, payload, "oversize: "+what)
 	}
 	if !utf8.Valid(payload) {
-		b.bad("utf8", "payload is not valid UTF-8", topic, payload)
+		why := b.bad("utf8", "payload is not valid UTF-8", topic, payload)
+		if name == protocol.TopicUtterances || name == protocol.TopicBatches {
+			return b.parkBad(device, topic, payload, why)
+		}
 		return nil
 	}
 	switch name {
@@ -165,10 +175,13 @@ func (b *Bridge) Handle(ctx context.Context, topic string, payload []byte, onWai
 	}
 }
 
-func (b *Bridge) bad(reason, what, topic string, payload []byte) {
+// bad counts and logs refused input and returns "reason: what" for a dead
+// letter.
+func (b *Bridge) bad(reason, what, topic string, payload []byte) string {
 	b.m.BadInput.WithLabelValues(reason).Inc()
 	b.log.Warn("device message refused", "reason", reason, "what", what, "topic", excerptString(topic),
 		"payload", agui.Excerpt(payload))
+	return reason + ": " + what
 }
 
 func excerptString(s string) string {
@@ -178,12 +191,12 @@ func excerptString(s string) string {
 	return s
 }
 
-// envelope decodes and checks the common header against the topic.
-func (b *Bridge) envelope(device, wantType, topic string, payload []byte, v any) (protocol.Envelope, bool) {
+// envelope decodes and checks the common header against the topic; a
+// refusal is counted, logged and returned as "reason: what" ("" when ok).
+func (b *Bridge) envelope(device, wantType, topic string, payload []byte, v any) (protocol.Envelope, string) {
 	var env protocol.Envelope
 	if err := json.Unmarshal(payload, &env); err != nil {
-		b.bad("json", "not protocol JSON: "+err.Error(), topic, payload)
-		return env, false
+		return env, b.bad("json", "not protocol JSON: "+err.Error(), topic, payload)
 	}
 	var problem, reason string
 	switch {
@@ -197,16 +210,14 @@ func (b *Bridge) envelope(device, wantType, topic string, payload []byte, v any)
 		problem, reason = "missing or malformed id (1-128 of A-Z a-z 0-9 . _ = -)", "id"
 	}
 	if problem != "" {
-		b.bad(reason, problem, topic, payload)
-		return env, false
+		return env, b.bad(reason, problem, topic, payload)
 	}
 	if v != nil {
 		if err := json.Unmarshal(payload, v); err != nil {
-			b.bad("json", "body: "+err.Error(), topic, payload)
-			return env, false
+			return env, b.bad("json", "body: "+err.Error(), topic, payload)
 		}
 	}
-	return env, true
+	return env, ""
 }
 
 // validID accepts the device's UUIDv7 ids and anything else that is safe in
@@ -225,7 +236,7 @@ func validID(id string) bool {
 
 func (b *Bridge) status(device, topic string, payload []byte) error {
 	var st protocol.StatusMessage
-	if _, ok := b.envelope(device, protocol.TypeStatus, topic, payload, &st); !ok {
+	if _, refused := b.envelope(device, protocol.TypeStatus, topic, payload, &st); refused != "" {
 		return nil
 	}
 	ds, err := b.o.Store.Device(device)
@@ -267,8 +278,8 @@ func (b *Bridge) control(ctx context.Context, device, name, topic string, payloa
 		Outcome     string `json:"outcome"`
 		Error       string `json:"error"`
 	}
-	env, ok := b.envelope(device, "", topic, payload, &msg)
-	if !ok {
+	env, refused := b.envelope(device, "", topic, payload, &msg)
+	if refused != "" {
 		return nil
 	}
 	switch env.Type {
@@ -296,30 +307,31 @@ func (b *Bridge) control(ctx context.Context, device, name, topic string, payloa
 // data hands an utterance or batch over to the graph, once.
 func (b *Bridge) data(ctx context.Context, device, name, topic string, payload []byte, onWait func()) error {
 	var (
-		env   protocol.Envelope
-		ok    bool
-		utt   protocol.Utterance
-		batch protocol.Batch
-		typ   string
+		env     protocol.Envelope
+		refused string // "reason: what" of bad input
+		utt     protocol.Utterance
+		batch   protocol.Batch
+		typ     string
 	)
 	if name == protocol.TopicUtterances {
 		typ = protocol.TypeUtterance
-		env, ok = b.envelope(device, typ, topic, payload, &utt)
-		if ok && strings.TrimSpace(utt.Text) == "" {
-			b.bad("empty_text", "utterance without text", topic, payload)
-			ok = false
+		env, refused = b.envelope(device, typ, topic, payload, &utt)
+		if refused == "" && strings.TrimSpace(utt.Text) == "" {
+			refused = b.bad("empty_text", "utterance without text", topic, payload)
 		}
 	} else {
 		typ = protocol.TypeBatch
-		env, ok = b.envelope(device, typ, topic, payload, &batch)
-		if ok && (len(batch.Items) == 0 || batch.Count != len(batch.Items)) {
-			b.bad("batch_count", fmt.Sprintf("count %d with %d items", batch.Count, len(batch.Items)), topic, payload)
-			ok = false
+		env, refused = b.envelope(device, typ, topic, payload, &batch)
+		if refused == "" && (len(batch.Items) == 0 || batch.Count != len(batch.Items)) {
+			refused = b.bad("batch_count", fmt.Sprintf("count %d with %d items", batch.Count, len(batch.Items)), topic, payload)
+		}
+		if err := protocol.ValidatePart(batch); refused == "" && err != nil {
+			refused = b.bad("batch_part", err.Error(), topic, payload)
 		}
 	}
-	if !ok {
+	if refused != "" {
 		b.m.Messages.WithLabelValues(typ, "invalid").Inc()
-		return nil
+		return b.parkBad(device, topic, payload, refused)
 	}
 	rec, found, err := b.o.Store.Get(device, env.ID)
 	if err != nil {
@@ -328,13 +340,56 @@ func (b *Bridge) data(ctx context.Context, device, name, topic string, payload [
 	if found {
 		// Redelivered (the device's at-least-once, or our crash before the
 		// transport ack): the graph is not asked again; the answer and the
-		// ack are re-sent in case they were lost.
+		// ack are re-sent in case they were lost (once per batch: on its
+		// last part).
 		b.m.Messages.WithLabelValues(typ, "duplicate").Inc()
+		if batch.Part != nil && batch.Part.Index != batch.Part.Of {
+			return nil
+		}
 		return b.finish(ctx, device, env, rec)
+	}
+	if env.StoreID != "" {
+		// The same (store_id, seq) under another id: the device re-sent
+		// an entry whose id it lost. Not run again; the stored answer is
+		// re-sent and the new id acknowledged.
+		orig, dup, err := b.o.Store.BySeq(device, env.StoreID, env.Seq)
+		if err != nil {
+			return err
+		}
+		if dup {
+			rec, found, err := b.o.Store.Get(device, orig)
+			if err != nil {
+				return err
+			}
+			if found {
+				b.m.Messages.WithLabelValues(typ, "duplicate").Inc()
+				b.log.Warn("same store_id and seq as a message handed over before, under a new id; not run again",
+					"device", device, "id", env.ID, "first_id", orig, "store_id", env.StoreID, "seq", env.Seq)
+				if batch.Part != nil && batch.Part.Index != batch.Part.Of {
+					return nil
+				}
+				return b.finish(ctx, device, env, rec)
+			}
+		}
 	}
 	ds, err := b.o.Store.Device(device)
 	if err != nil {
 		return err
+	}
+	if env.StoreID != "" && env.StoreID == ds.StoreID && env.Seq < ds.StoreSeq {
+		// A new id with a seq below one already handed over from the same
+		// store: the device never produces that (it re-sends under the
+		// original id), so it is refused rather than run out of order.
+		b.m.BadInput.WithLabelValues("seq_regression").Inc()
+		b.m.Messages.WithLabelValues(typ, "invalid").Inc()
+		return b.parkRefused(ctx, device, topic, &env, payload,
+			fmt.Sprintf("seq_regression: seq %d under a new id, below %d of store %s", env.Seq, ds.StoreSeq, env.StoreID))
+	}
+	if batch.Part != nil {
+		var complete bool
+		if batch, payload, complete, err = b.collectPart(ctx, device, env, batch, payload); err != nil || !complete {
+			return err
+		}
 	}
 	if env.Seq <= ds.LastSeq {
 		// A new id with an old seq: the device re-published a batch after
@@ -356,7 +411,7 @@ func (b *Bridge) data(ctx context.Context, device, name, topic string, payload [
 		return ctx.Err()
 	}
 	now := time.Now()
-	rec = Record{Seq: env.Seq, At: now}
+	rec = Record{Seq: env.Seq, StoreID: env.StoreID, At: now}
 	var dl *DeadLetter
 	if err != nil {
 		rec.State, rec.Reason = StateParked, err.Error()
@@ -370,6 +425,9 @@ func (b *Bridge) data(ctx context.Context, device, name, topic string, payload [
 	}
 	if env.Seq > ds.LastSeq {
 		ds.LastSeq, ds.LastID = env.Seq, env.ID
+	}
+	if env.StoreID != "" && (env.StoreID != ds.StoreID || env.Seq > ds.StoreSeq) {
+		ds.StoreID, ds.StoreSeq = env.StoreID, env.Seq
 	}
 	if env.Offline {
 		ds.Offline++
@@ -398,11 +456,15 @@ func (b *Bridge) finish(ctx context.Context, device string, env protocol.Envelop
 	t0 := time.Now()
 	var payloads [][]byte
 	if rec.Reply != nil {
-		payload, err := json.Marshal(rec.Reply)
-		if err != nil {
-			return fmt.Errorf("encode reply to %s: %w", env.ID, err)
+		// An answer longer than one command goes as numbered reply
+		// commands, in order, each acked by the device with its outcome.
+		for _, part := range protocol.SplitReply(*rec.Reply) {
+			payload, err := json.Marshal(part)
+			if err != nil {
+				return fmt.Errorf("encode reply to %s: %w", env.ID, err)
+			}
+			payloads = append(payloads, payload)
 		}
-		payloads = append(payloads, payload)
 	}
 	ack, _ := json.Marshal(map[string]any{"id": "ack-" + env.ID, "type": protocol.CmdAck, "ids": []string{env.ID}})
 	payloads = append(payloads, ack)

@@ -172,6 +172,23 @@ func TestBadInput(t *testing.T) {
 			t.Errorf("command to %s after bad input", c.Topic)
 		}
 	}
+	// Every refused message is kept whole as a dead letter (issue 27).
+	dls, err := h.store.DeadLetters(0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	parked := map[string]string{}
+	for _, d := range dls {
+		parked[string(d.Payload)] = d.Reason
+	}
+	for _, tt := range tests {
+		if r, ok := parked[tt.payload]; !ok || !strings.HasPrefix(r, tt.reason) {
+			t.Errorf("%s: parked %v with reason %q, want reason %s", tt.name, ok, r, tt.reason)
+		}
+	}
+	if len(dls) != len(tests) {
+		t.Errorf("%d dead letters, want %d", len(dls), len(tests))
+	}
 	if len(agent.Runs()) != 1 || aguitest.UserText(agent.Runs()[0]) != "a real question" {
 		t.Errorf("runs: %d", len(agent.Runs()))
 	}

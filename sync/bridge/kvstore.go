@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
+	"strings"
 
 	"github.com/nats-io/nats.go"
 )
@@ -72,8 +74,13 @@ func (s *KVStore) Device(device string) (DeviceState, error) {
 // Commit implements Store.
 func (s *KVStore) Commit(device, id string, rec Record, ds DeviceState, dl *DeadLetter) error {
 	if dl != nil {
-		if err := s.put("x."+kvDev(device)+"."+id, dl); err != nil {
+		if err := s.putDeadLetter(device, id, dl); err != nil {
 			return fmt.Errorf("store dead letter %s/%s: %w", device, id, err)
+		}
+	}
+	if rec.StoreID != "" {
+		if err := s.put(kvSeq(device, rec.StoreID, rec.Seq), id); err != nil {
+			return fmt.Errorf("store seq index %s/%s: %w", device, id, err)
 		}
 	}
 	ds.Mode, ds.Online, ds.StatusAt = "", false, ""
@@ -83,7 +90,78 @@ func (s *KVStore) Commit(device, id string, rec Record, ds DeviceState, dl *Dead
 	if err := s.put("m."+kvDev(device)+"."+id, rec); err != nil {
 		return fmt.Errorf("store record %s/%s: %w", device, id, err)
 	}
+	// The parts are no longer needed; left behind by a crash they are
+	// only space (a redelivered part finds the record first).
+	keys, err := s.partKeys(device, id)
+	if err == nil {
+		for _, k := range keys {
+			_ = s.kv.Purge(k)
+		}
+	}
 	return nil
+}
+
+func kvSeq(device, storeID string, seq uint64) string {
+	return fmt.Sprintf("q.%s.%s.%d", kvDev(device), hex.EncodeToString([]byte(storeID)), seq)
+}
+
+func kvPart(device, id string, index int) string {
+	return fmt.Sprintf("p.%s.%s.%05d", kvDev(device), id, index)
+}
+
+// BySeq implements Store.
+func (s *KVStore) BySeq(device, storeID string, seq uint64) (string, bool, error) {
+	var id string
+	found, err := s.get(kvSeq(device, storeID, seq), &id)
+	if err != nil {
+		return "", false, fmt.Errorf("read seq %d of %s/%s: %w", seq, device, storeID, err)
+	}
+	return id, found, nil
+}
+
+// PutPart implements Store.
+func (s *KVStore) PutPart(device, id string, index int, payload []byte) error {
+	if _, err := s.kv.Put(kvPart(device, id, index), payload); err != nil {
+		return fmt.Errorf("store part %d of %s/%s: %w", index, device, id, err)
+	}
+	return nil
+}
+
+func (s *KVStore) partKeys(device, id string) ([]string, error) {
+	w, err := s.kv.Watch(fmt.Sprintf("p.%s.%s.*", kvDev(device), id), nats.IgnoreDeletes(), nats.MetaOnly())
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = w.Stop() }()
+	var keys []string
+	for e := range w.Updates() {
+		if e == nil {
+			break
+		}
+		keys = append(keys, e.Key())
+	}
+	sort.Strings(keys)
+	return keys, nil
+}
+
+// Parts implements Store.
+func (s *KVStore) Parts(device, id string) ([][]byte, error) {
+	keys, err := s.partKeys(device, id)
+	if err != nil {
+		return nil, fmt.Errorf("list parts of %s/%s: %w", device, id, err)
+	}
+	var out [][]byte
+	for _, k := range keys {
+		e, err := s.kv.Get(k)
+		if errors.Is(err, nats.ErrKeyNotFound) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("read part %s: %w", k, err)
+		}
+		out = append(out, e.Value())
+	}
+	return out, nil
 }
 
 // PutDevice implements Store (only the status part).
@@ -105,6 +183,9 @@ func (s *KVStore) DeadLetters(limit int) ([]DeadLetter, error) {
 		}
 		var dl DeadLetter
 		if err := json.Unmarshal(e.Value(), &dl); err == nil {
+			if err := s.joinChunks(e.Key(), &dl); err != nil {
+				return nil, err
+			}
 			out = append(out, dl)
 		}
 		if limit > 0 && len(out) >= limit {
@@ -116,3 +197,42 @@ func (s *KVStore) DeadLetters(limit int) ([]DeadLetter, error) {
 
 // Close implements Store (the connection is the JetStream's).
 func (s *KVStore) Close() error { return nil }
+
+// kvChunk bounds one KV value: NATS's default max_payload is 1 MiB, and a
+// parked batch joined from parts can be many times that.
+const kvChunk = 512 << 10
+
+// putDeadLetter stores dl; a payload larger than kvChunk goes first, in
+// chunks under "y.<device>.<id>.<n>", and the dead letter records how many.
+func (s *KVStore) putDeadLetter(device, id string, dl *DeadLetter) error {
+	if len(dl.Payload) <= kvChunk {
+		return s.put("x."+kvDev(device)+"."+id, dl)
+	}
+	head := *dl
+	head.Payload = nil
+	for off := 0; off < len(dl.Payload); off += kvChunk {
+		end := min(off+kvChunk, len(dl.Payload))
+		if _, err := s.kv.Put(fmt.Sprintf("y.%s.%s.%05d", kvDev(device), id, head.PayloadChunks), dl.Payload[off:end]); err != nil {
+			return fmt.Errorf("payload chunk %d: %w", head.PayloadChunks, err)
+		}
+		head.PayloadChunks++
+	}
+	return s.put("x."+kvDev(device)+"."+id, head)
+}
+
+// joinChunks reads back the payload of a dead letter stored in chunks.
+func (s *KVStore) joinChunks(key string, dl *DeadLetter) error {
+	if dl.PayloadChunks == 0 {
+		return nil
+	}
+	rest, _ := strings.CutPrefix(key, "x.")
+	for i := range dl.PayloadChunks {
+		e, err := s.kv.Get(fmt.Sprintf("y.%s.%05d", rest, i))
+		if err != nil {
+			return fmt.Errorf("read dead letter %s chunk %d: %w", key, i, err)
+		}
+		dl.Payload = append(dl.Payload, e.Value()...)
+	}
+	dl.PayloadChunks = 0
+	return nil
+}

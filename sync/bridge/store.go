@@ -15,11 +15,14 @@ import (
 // Record is what the bridge remembers about one device message it handed
 // over, keyed by (device, message id): the de-duplication record.
 type Record struct {
-	Seq    uint64                 `json:"seq"`
-	State  string                 `json:"state"` // StateDone or StateParked
-	Reply  *protocol.ReplyCommand `json:"reply,omitempty"`
-	Reason string                 `json:"reason,omitempty"` // why it was parked
-	At     time.Time              `json:"at"`
+	Seq uint64 `json:"seq"`
+	// StoreID is the device store's incarnation that assigned Seq: with it
+	// the record is also found by (device, store_id, seq) (Store.BySeq).
+	StoreID string                 `json:"store_id,omitempty"`
+	State   string                 `json:"state"` // StateDone or StateParked
+	Reply   *protocol.ReplyCommand `json:"reply,omitempty"`
+	Reason  string                 `json:"reason,omitempty"` // why it was parked
+	At      time.Time              `json:"at"`
 }
 
 // Record states.
@@ -30,8 +33,13 @@ const (
 
 // DeviceState is what the bridge keeps per device.
 type DeviceState struct {
-	LastSeq   uint64    `json:"last_seq"` // highest seq handed over
-	LastID    string    `json:"last_id"`
+	LastSeq uint64 `json:"last_seq"` // highest seq handed over
+	LastID  string `json:"last_id"`
+	// StoreID/StoreSeq: the device store incarnation seen last and the
+	// highest seq handed over from it; a lower seq under a new message id
+	// from the same store is refused (de-duplication by store_id, seq).
+	StoreID   string    `json:"store_id,omitempty"`
+	StoreSeq  uint64    `json:"store_seq,omitempty"`
 	Mode      string    `json:"mode,omitempty"`   // from the last status
 	Online    bool      `json:"online"`           // from the last status (false after the last will)
 	StatusAt  string    `json:"status_at"`        // updated_at of that status
@@ -50,6 +58,9 @@ type DeadLetter struct {
 	Reason   string    `json:"reason"`
 	Attempts int       `json:"attempts"`
 	At       time.Time `json:"at"`
+	// PayloadChunks is internal to KVStore: the payload is stored apart,
+	// in this many chunks (0 when it is in Payload).
+	PayloadChunks int `json:"payload_chunks,omitempty"`
 }
 
 // Store keeps de-duplication records, device state and dead letters.
@@ -60,9 +71,17 @@ type DeadLetter struct {
 // was never committed and runs again.
 type Store interface {
 	Get(device, id string) (Record, bool, error)
+	// BySeq returns the id of the message committed with (storeID, seq).
+	BySeq(device, storeID string, seq uint64) (string, bool, error)
 	Device(device string) (DeviceState, error)
-	// Commit stores rec and ds together, and dl when not nil.
+	// Commit stores rec and ds together, and dl when not nil; it indexes
+	// rec by (rec.StoreID, rec.Seq) when rec.StoreID is set and drops the
+	// parts kept for id.
 	Commit(device, id string, rec Record, ds DeviceState, dl *DeadLetter) error
+	// PutPart keeps part index (1-based) of batch id until the batch is
+	// committed; Parts returns the parts kept, in index order.
+	PutPart(device, id string, index int, payload []byte) error
+	Parts(device, id string) ([][]byte, error)
 	PutDevice(device string, ds DeviceState) error
 	DeadLetters(limit int) ([]DeadLetter, error)
 	Close() error
@@ -70,7 +89,14 @@ type Store interface {
 
 // BadgerStore is the Store of a single bridge (mosquitto mode): Badger in the
 // state directory, the database the device already uses.
-type BadgerStore struct{ db *badger.DB }
+//
+// Every dead letter is also written as a JSON file under
+// <dir>/deadletters/ (DeadLetterDir), so `agora-bridge deadletters` can list
+// them while the bridge holds the database.
+type BadgerStore struct {
+	db  *badger.DB
+	dir string
+}
 
 // OpenBadger opens (creating) the store in dir. syncWrites fsyncs every
 // commit; without it a power cut can lose the last commits, which then run
@@ -85,12 +111,19 @@ func OpenBadger(dir string, syncWrites bool, log *slog.Logger) (*BadgerStore, er
 	if err != nil {
 		return nil, fmt.Errorf("open bridge state %s: %w", dir, err)
 	}
-	return &BadgerStore{db: db}, nil
+	return &BadgerStore{db: db, dir: dir}, nil
 }
 
 func msgKey(device, id string) []byte { return []byte("m/" + device + "/" + id) }
 func devKey(device string) []byte     { return []byte("d/" + device) }
 func dlKey(device, id string) []byte  { return []byte("x/" + device + "/" + id) }
+func seqKey(device, storeID string, seq uint64) []byte {
+	return []byte(fmt.Sprintf("q/%s/%s/%020d", device, storeID, seq))
+}
+func partPrefix(device, id string) []byte { return []byte("p/" + device + "/" + id + "/") }
+func partKey(device, id string, index int) []byte {
+	return append(partPrefix(device, id), fmt.Sprintf("%05d", index)...)
+}
 
 func getJSON(txn *badger.Txn, key []byte, v any) (bool, error) {
 	it, err := txn.Get(key)
@@ -147,6 +180,14 @@ func (s *BadgerStore) Commit(device, id string, rec Record, ds DeviceState, dl *
 		if err := setJSON(txn, devKey(device), ds); err != nil {
 			return err
 		}
+		if rec.StoreID != "" {
+			if err := txn.Set(seqKey(device, rec.StoreID, rec.Seq), []byte(id)); err != nil {
+				return err
+			}
+		}
+		if err := deleteKeys(txn, partPrefix(device, id)); err != nil {
+			return err
+		}
 		if dl != nil {
 			return setJSON(txn, dlKey(device, id), dl)
 		}
@@ -155,7 +196,77 @@ func (s *BadgerStore) Commit(device, id string, rec Record, ds DeviceState, dl *
 	if err != nil {
 		return fmt.Errorf("commit %s/%s: %w", device, id, err)
 	}
+	if dl != nil {
+		if err := writeDeadLetterFile(s.dir, dl); err != nil {
+			return fmt.Errorf("commit %s/%s: %w", device, id, err)
+		}
+	}
 	return nil
+}
+
+func deleteKeys(txn *badger.Txn, prefix []byte) error {
+	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix})
+	var keys [][]byte
+	for it.Rewind(); it.Valid(); it.Next() {
+		keys = append(keys, it.Item().KeyCopy(nil))
+	}
+	it.Close()
+	for _, k := range keys {
+		if err := txn.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// BySeq implements Store.
+func (s *BadgerStore) BySeq(device, storeID string, seq uint64) (string, bool, error) {
+	var id string
+	err := s.db.View(func(txn *badger.Txn) error {
+		it, err := txn.Get(seqKey(device, storeID, seq))
+		if errors.Is(err, badger.ErrKeyNotFound) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		v, err := it.ValueCopy(nil)
+		id = string(v)
+		return err
+	})
+	if err != nil {
+		return "", false, fmt.Errorf("read seq %d of %s/%s: %w", seq, device, storeID, err)
+	}
+	return id, id != "", nil
+}
+
+// PutPart implements Store.
+func (s *BadgerStore) PutPart(device, id string, index int, payload []byte) error {
+	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(partKey(device, id, index), payload) }); err != nil {
+		return fmt.Errorf("store part %d of %s/%s: %w", index, device, id, err)
+	}
+	return nil
+}
+
+// Parts implements Store.
+func (s *BadgerStore) Parts(device, id string) ([][]byte, error) {
+	var out [][]byte
+	err := s.db.View(func(txn *badger.Txn) error {
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: partPrefix(device, id), PrefetchValues: true, PrefetchSize: 16})
+		defer it.Close()
+		for it.Rewind(); it.Valid(); it.Next() {
+			v, err := it.Item().ValueCopy(nil)
+			if err != nil {
+				return err
+			}
+			out = append(out, v)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read parts of %s/%s: %w", device, id, err)
+	}
+	return out, nil
 }
 
 // PutDevice stores the device's state alone (status updates).

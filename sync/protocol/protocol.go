@@ -126,6 +126,9 @@ type Batch struct {
 	Count   int          `json:"count"`
 	Items   []Item       `json:"items"`
 	Context BatchContext `json:"context"`
+	// Part numbers one part of a batch too large for one message
+	// (RenderParts); absent when the batch is whole.
+	Part *BatchPart `json:"part,omitempty"`
 }
 
 // AckBody is the outbox Body of a buffer.KindAck entry: the device's reply to

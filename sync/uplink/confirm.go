@@ -34,9 +34,30 @@ func (c *Client) needsConfirm(e buffer.Entry) bool {
 	case buffer.KindUtterance, buffer.KindEvent:
 		return c.opts.Delivery == DeliveryBackend
 	case buffer.KindBatch:
-		return c.opts.Delivery == DeliveryBackend || c.opts.BatchAckRequired
+		return c.opts.Delivery == DeliveryBackend || c.opts.BatchAckRequired || c.isParted(e.ID)
 	}
 	return false
+}
+
+// markParted records that batch id went out in parts (protocol.RenderParts).
+// Such a batch is held for the backend's ack in every delivery mode: only
+// a backend that joins parts can take it, that backend acks every batch
+// (run or parked), and a PUBACK of each part proves nothing about the
+// whole. The mark lives as long as the process; a restarted device renders
+// the batch again and marks it again.
+func (c *Client) markParted(id string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.parted == nil {
+		c.parted = map[string]bool{}
+	}
+	c.parted[id] = true
+}
+
+func (c *Client) isParted(id string) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.parted[id]
 }
 
 // settled records e's PUBACK. It returns true when e is done (delete it):
@@ -51,6 +72,7 @@ func (c *Client) settled(e buffer.Entry, now time.Time) bool {
 		// The backend's ack overtook the PUBACK (or came for a
 		// re-publication): done.
 		delete(c.early, e.ID)
+		delete(c.parted, e.ID)
 		if _, held := c.awaiting[e.ID]; !held {
 			c.confirmed.Add(1) // counted here: confirm saw it before its PUBACK
 		}
@@ -177,7 +199,7 @@ func (c *Client) confirm(ids []string) {
 			if h.released {
 				c.early[id] = now // being published again: its PUBACK may still come
 			}
-		case c.opts.Delivery == DeliveryBackend:
+		case c.opts.Delivery == DeliveryBackend || c.parted[id]:
 			if len(c.early) < maxEarly {
 				c.early[id] = now
 			}
@@ -197,6 +219,7 @@ func (c *Client) confirm(ids []string) {
 	c.mu.Lock()
 	for _, id := range del {
 		delete(c.awaiting, id)
+		delete(c.parted, id)
 	}
 	c.mu.Unlock()
 }

@@ -60,9 +60,11 @@ func (c *Client) publishStatus(ctx context.Context, cli paho.Client, lost <-chan
 	return nil
 }
 
+// inflight is one outbox entry on the wire: one message, or the numbered
+// parts of a large batch (protocol.RenderParts), settled together.
 type inflight struct {
-	e   buffer.Entry
-	tok paho.Token
+	e    buffer.Entry
+	toks []paho.Token
 }
 
 // drain publishes pending entries until the outbox has nothing new, with at
@@ -134,8 +136,10 @@ func (c *Client) drain(ctx context.Context, cli paho.Client, lost <-chan error) 
 	settle := func() error {
 		head := window[0]
 		window = window[1:]
-		if err := wait(ctx, head.tok, c.opts.PublishTimeout, lost); err != nil {
-			return fmt.Errorf("publish entry %s (seq %d): %w", head.e.ID, head.e.Seq, err)
+		for i, tok := range head.toks {
+			if err := wait(ctx, tok, c.opts.PublishTimeout, lost); err != nil {
+				return fmt.Errorf("publish entry %s (seq %d, message %d of %d): %w", head.e.ID, head.e.Seq, i+1, len(head.toks), err)
+			}
 		}
 		c.published.Add(1)
 		if !c.settled(head.e, time.Now()) {
@@ -176,15 +180,26 @@ func (c *Client) drain(ctx context.Context, cli paho.Client, lost <-chan error) 
 			if sent[e.ID] || c.holdForAck(e) {
 				continue
 			}
-			topic, payload, rerr := protocol.Render(c.opts.DeviceID, e)
+			topic, payloads, rerr := protocol.RenderParts(c.opts.DeviceID, e)
 			if rerr != nil {
 				c.log.Error("outbox entry cannot be rendered, sending it as a dead letter", "id", e.ID, "seq", e.Seq, "err", rerr)
+				var payload []byte
 				if topic, payload, rerr = protocol.RenderDeadLetter(c.opts.DeviceID, e, rerr.Error()); rerr != nil {
 					return published, rerr
 				}
+				payloads = [][]byte{payload}
+			}
+			if len(payloads) > 1 {
+				c.markParted(e.ID)
 			}
 			sent[e.ID] = true
-			window = append(window, inflight{e: e, tok: cli.Publish(topic, 1, false, payload)})
+			// All parts of one entry go out back to back on one connection,
+			// so they arrive in order and the entry settles once.
+			toks := make([]paho.Token, len(payloads))
+			for i, p := range payloads {
+				toks[i] = cli.Publish(topic, 1, false, p)
+			}
+			window = append(window, inflight{e: e, toks: toks})
 			published++
 			fresh++
 			if len(window) >= c.opts.Window {

@@ -128,6 +128,7 @@ type Client struct {
 	mu       sync.Mutex
 	awaiting map[string]*held     // PUBACKed entries waiting for the backend's ack
 	early    map[string]time.Time // acks for entries not (yet) waiting
+	parted   map[string]bool      // batches sent in parts (confirm.go: markParted)
 	stopped  <-chan struct{}      // ctx.Done() of Run: unblocks paho callbacks at shutdown
 
 	owed      []protocol.AckBody // replies the store refused, oldest first (serveCommands only)

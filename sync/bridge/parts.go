@@ -1,0 +1,121 @@
+package bridge
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/agora/agorad/sync/protocol"
+)
+
+// collectPart keeps one part of a batch sent in parts (protocol.BatchPart)
+// in the Store, so that parts acknowledged to the transport survive a crash,
+// and returns the whole batch (and its payload, for a dead letter) once all
+// parts are there. Until then complete is false and the part may be acked.
+func (b *Bridge) collectPart(ctx context.Context, device string, env protocol.Envelope, part protocol.Batch, payload []byte) (whole protocol.Batch, wholePayload []byte, complete bool, err error) {
+	if err := b.o.Store.PutPart(device, env.ID, part.Part.Index, payload); err != nil {
+		return whole, nil, false, err
+	}
+	raws, err := b.o.Store.Parts(device, env.ID)
+	if err != nil {
+		return whole, nil, false, err
+	}
+	if len(raws) < part.Part.Of {
+		b.m.Messages.WithLabelValues(protocol.TypeBatch, "part_kept").Inc()
+		b.log.Debug("batch part kept", "device", device, "id", env.ID, "part", part.Part.Index, "of", part.Part.Of, "kept", len(raws))
+		return whole, nil, false, nil
+	}
+	parts := make([]protocol.Batch, len(raws))
+	for i, raw := range raws {
+		if err := json.Unmarshal(raw, &parts[i]); err != nil {
+			return whole, nil, false, fmt.Errorf("decode kept part of %s/%s: %w", device, env.ID, err)
+		}
+	}
+	whole, jerr := protocol.JoinParts(parts)
+	if wholePayload, err = json.Marshal(whole); err != nil {
+		return whole, nil, false, fmt.Errorf("encode batch %s/%s: %w", device, env.ID, err)
+	}
+	if jerr != nil {
+		// Parts that disagree (a device bug): the graph gets nothing it
+		// cannot trust, the operator gets every part.
+		all, _ := json.Marshal(raws)
+		why := b.bad("batch_part", jerr.Error(), protocol.Topic(device, protocol.TopicBatches), all)
+		return whole, nil, false, b.parkRefused(ctx, device, protocol.Topic(device, protocol.TopicBatches), &env, all, why)
+	}
+	b.log.Debug("batch parts joined", "device", device, "id", env.ID, "parts", len(parts), "notes", whole.Count)
+	return whole, wholePayload, true, nil
+}
+
+// parkRefused keeps a device message the bridge refuses (oversize, seq
+// going back, parts that do not add up) as a dead letter with its full
+// content, then acknowledges it like any parked message: the device's later
+// messages go on, and `agora-bridge deadletters` shows what it said. A
+// payload without a usable envelope id is parked under a content hash.
+func (b *Bridge) parkRefused(ctx context.Context, device, topic string, env *protocol.Envelope, payload []byte, reason string) error {
+	var e protocol.Envelope
+	if env != nil {
+		e = *env
+	} else {
+		_ = json.Unmarshal(payload, &e)
+	}
+	if !validID(e.ID) || e.DeviceID != device {
+		sum := sha256.Sum256(payload)
+		e = protocol.Envelope{V: protocol.Version, ID: "refused-" + hex.EncodeToString(sum[:12]), DeviceID: device}
+	}
+	env = &e
+	answer := env.Type == protocol.TypeUtterance || env.Type == protocol.TypeBatch
+	if rec, found, err := b.o.Store.Get(device, env.ID); err != nil {
+		return err
+	} else if found {
+		if answer { // parked before: the device is told again
+			return b.finish(ctx, device, *env, rec)
+		}
+		return nil
+	}
+	ds, err := b.o.Store.Device(device)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	rec := Record{Seq: env.Seq, State: StateParked, Reason: reason, At: now}
+	dl := &DeadLetter{DeviceID: device, ID: env.ID, Seq: env.Seq, Topic: topic, Payload: payload, Reason: reason, At: now}
+	ds.UpdatedAt = now
+	if err := b.o.Store.Commit(device, env.ID, rec, ds, dl); err != nil {
+		return err
+	}
+	b.m.Parked.Inc()
+	b.log.Error("device message refused and parked as a dead letter", "device", device, "id", env.ID, "seq", env.Seq,
+		"bytes", len(payload), "reason", excerptString(reason))
+	if answer {
+		return b.finish(ctx, device, *env, rec)
+	}
+	return nil
+}
+
+// parkBad keeps bad input from a device's data topics (not JSON, wrong
+// version or type, device mismatch, bad id, empty text, counts that do not
+// add up) as a dead letter with its full content, under "refused-" and a
+// hash of the content (its id cannot be trusted), and answers nothing: a
+// copy that comes again is the same dead letter.
+func (b *Bridge) parkBad(device, topic string, payload []byte, reason string) error {
+	sum := sha256.Sum256(payload)
+	id := "refused-" + hex.EncodeToString(sum[:12])
+	if _, found, err := b.o.Store.Get(device, id); err != nil || found {
+		return err
+	}
+	ds, err := b.o.Store.Device(device)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	ds.UpdatedAt = now
+	dl := &DeadLetter{DeviceID: device, ID: id, Topic: topic, Payload: payload, Reason: reason, At: now}
+	if err := b.o.Store.Commit(device, id, Record{State: StateParked, Reason: reason, At: now}, ds, dl); err != nil {
+		return err
+	}
+	b.m.Parked.Inc()
+	return nil
+}
