@@ -448,7 +448,8 @@ func TestModelsDir(t *testing.T) {
 }
 
 // Issue 9, item 7: a 0644 password_file or a world-readable config holding
-// a password gives a warning naming the file; 0600 gives none.
+// a password gives a warning naming the file; 0600 gives none. Issue 27: an
+// encryption_key_file is held to the password_file rule.
 func TestSecretWarnings(t *testing.T) {
 	dir := t.TempDir()
 	pw := filepath.Join(dir, "pw")
@@ -456,6 +457,8 @@ func TestSecretWarnings(t *testing.T) {
 	cfgFile := filepath.Join(dir, "with-file.yaml")
 	os.WriteFile(cfgPW, []byte("mqtt:\n  password: s3cret\n"), 0o644)
 	os.WriteFile(cfgFile, []byte("mqtt:\n  password_file: "+pw+"\n"), 0o644)
+	cfgKey := filepath.Join(dir, "with-key.yaml")
+	os.WriteFile(cfgKey, []byte("storage:\n  encryption_key_file: "+pw+"\n"), 0o644)
 	for _, tc := range []struct {
 		name       string
 		cfg        string
@@ -467,6 +470,9 @@ func TestSecretWarnings(t *testing.T) {
 		{"password_file 0600", cfgFile, 0o600, 0o644, ""},
 		{"config with password 0644", cfgPW, 0o600, 0o644, "holds mqtt.password and has mode 0644"},
 		{"config with password 0640", cfgPW, 0o600, 0o640, ""},
+		{"encryption_key_file 0644", cfgKey, 0o644, 0o600, "storage.encryption_key_file: " + pw + " has mode 0644"},
+		{"encryption_key_file 0640", cfgKey, 0o640, 0o600, "storage.encryption_key_file: " + pw + " has mode 0640"},
+		{"encryption_key_file 0600", cfgKey, 0o600, 0o644, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			os.WriteFile(pw, []byte("s3cret\n"), tc.pwMode)
