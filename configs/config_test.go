@@ -197,6 +197,11 @@ func TestValidationNamesField(t *testing.T) {
 		{"replies language", func(c *Config) { c.Replies.Language = "de" }, "replies.language:"},
 		{"replies max_age", func(c *Config) { c.Replies.MaxAge = 0 }, "replies.max_age:"},
 		{"replies rate", func(c *Config) { c.Replies.Rate = 5 }, "replies.rate:"},
+		{"device_id with dot on mosquitto", func(c *Config) { c.DeviceID = "site.3" }, ""},
+		{"device_id with dot on nats", func(c *Config) { c.DeviceID = "site.3"; c.MQTT.Engine = EngineNATS },
+			`device_id: "site.3" contains '.', which mqtt.engine nats cannot carry`},
+		{"device_id without dot on nats", func(c *Config) { c.DeviceID = "site-3"; c.MQTT.Engine = EngineNATS }, ""},
+		{"unknown engine", func(c *Config) { c.MQTT.Engine = "emqx" }, `mqtt.engine: "emqx" is not one of mosquitto, nats`},
 		{"replies off skips checks", func(c *Config) { c.Replies.Enabled = false; c.Replies.Engine = "x" }, ""},
 		{"metrics public", func(c *Config) { c.Metrics.Listen = "0.0.0.0:9464" }, "metrics.listen: 0.0.0.0:9464 is not a loopback address"},
 		{"metrics v6 loopback", func(c *Config) { c.Metrics.Listen = "[::1]:9464" }, ""},
@@ -493,5 +498,23 @@ func TestSecretWarnings(t *testing.T) {
 				t.Errorf("warnings %q, want one containing %q", w, tc.wantSubstr)
 			}
 		})
+	}
+}
+
+// Issue 27: a hostname-derived id is made one the configured engine
+// carries (nats: no '.'), so a default configuration starts on NATS.
+func TestEngineSafeDerivedID(t *testing.T) {
+	for _, tc := range []struct{ engine, in, want string }{
+		{EngineMosquitto, "insp.example.org", "insp.example.org"},
+		{EngineNATS, "insp.example.org", "insp-example-org"},
+		{EngineNATS, "insp-1", "insp-1"},
+	} {
+		got := engineSafeID(tc.engine, sanitizeID(tc.in))
+		if got != tc.want {
+			t.Errorf("%s %q: %q, want %q", tc.engine, tc.in, got, tc.want)
+		}
+		if err := EngineDeviceID(tc.engine, got); err != nil {
+			t.Errorf("%s %q: derived %q refused: %v", tc.engine, tc.in, got, err)
+		}
 	}
 }
