@@ -47,7 +47,9 @@ func (s *escReplies) RepliesPlay(context.Context, string) (control.RepliesResult
 	return control.RepliesResult{Replies: []control.Reply{{ID: "r1", Text: s.text}}}, nil
 }
 
-func (s *escReplies) Stop(context.Context) (control.StopResult, error) { return control.StopResult{}, nil }
+func (s *escReplies) Stop(context.Context) (control.StopResult, error) {
+	return control.StopResult{}, nil
+}
 
 // agoractl replies, replies play and buffer list print untrusted text with
 // its control characters escaped: no raw escape reaches the terminal and
