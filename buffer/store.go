@@ -167,13 +167,14 @@ type Store struct {
 	committed atomic.Uint64 // last sequence a committed write stored (read by the periodic sync)
 	// identMu guards ident's file writes: the periodic sync must not take
 	// mu (Close holds mu while it waits for the background goroutines).
-	identMu     sync.Mutex
-	ident       *identity
-	storeID     string
-	unreadable  int         // outbox entries whose value could not be read at Open (sent as dead letters)
-	vlogDamaged atomic.Bool // keyVlogDamaged is set: no value-log GC
-	listenFloor uint64      // listen records with seq <= floor were moved into a batch
-	acct        accounting
+	identMu      sync.Mutex
+	ident        *identity
+	storeID      string
+	unreadable   int         // outbox entries whose value could not be read at Open (sent as dead letters)
+	vlogDamaged  atomic.Bool // keyVlogDamaged is set: no value-log GC
+	listenFloor  uint64      // listen records with seq <= floor were moved into a batch
+	acct         accounting
+	replyIndexed bool // the open/finished reply index adds up (replyindex.go)
 	// recovering is set when Badger itself failed a write for lack of
 	// space: its in-memory state is then unusable (the mutable memtable is
 	// gone) and its Close blocks until its memtable flush succeeds, i.e.
