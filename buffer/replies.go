@@ -21,6 +21,7 @@ const (
 	ReplyInterrupted ReplyState = "interrupted"
 	ReplyExpired     ReplyState = "expired"
 	ReplyFailed      ReplyState = "failed"
+	ReplyDropped     ReplyState = "dropped" // never spoken: too many replies waiting (MaxReplies)
 )
 
 // Open reports whether the reply may still be spoken automatically.
