@@ -143,6 +143,9 @@ type MQTT struct {
 	Engine     string   `yaml:"engine"`
 	AckTimeout Duration `yaml:"ack_timeout"` // backend acks: re-publish after
 	StuckAfter Duration `yaml:"stuck_after"` // outbox head waiting this long online: warn
+	// OfflineUnhealthyAfter: /healthz is not ok once the link has been down
+	// this long with outbox entries waiting (0: never).
+	OfflineUnhealthyAfter Duration `yaml:"offline_unhealthy_after"`
 }
 
 // TLS files for the broker connection.

@@ -167,6 +167,7 @@ func (c *Config) Validate() error {
 	}
 	durBetween("mqtt.ack_timeout", m.AckTimeout, time.Second, 24*time.Hour)
 	durBetween("mqtt.stuck_after", m.StuckAfter, time.Second, 7*24*time.Hour)
+	durBetween("mqtt.offline_unhealthy_after", m.OfflineUnhealthyAfter, 0, 7*24*time.Hour)
 	if m.ReconnectMax < m.ReconnectMin {
 		bad("mqtt.reconnect_max", "%s is below mqtt.reconnect_min (%s)", m.ReconnectMax, m.ReconnectMin)
 	}
