@@ -21,6 +21,7 @@ const (
 	areaReplyOpen // ro/: index of the open replies (count: replies open)
 	areaReplyDone // rf/: index of the finished replies (count: replies finished)
 	areaReplyID   // ri/: reply id -> key (bytes only)
+	areaInbox     // c/: commands accepted, not yet carried out (cmdinbox.go)
 	numAreas
 )
 
@@ -83,6 +84,8 @@ func areaOf(key []byte) (area, bool) {
 		return areaReplyDone, true
 	case bytes.HasPrefix(key, prefixReplyIndex):
 		return areaReplyID, true
+	case bytes.HasPrefix(key, prefixInbox):
+		return areaInbox, true
 	}
 	return 0, false
 }

@@ -105,41 +105,31 @@ func (s *Store) AddReply(r Reply) (Reply, bool, error) {
 		}
 		// Evict the oldest finished replies: beyond MaxReplies, and while
 		// the new one would not fit in MaxBytes.
-		var d accounting
+		var t replyTx
 		extra := open + done + 1 - MaxReplies
 		over := func() bool {
-			return s.opts.MaxBytes > 0 && s.acct.total()+d.total()+size > s.opts.MaxBytes
+			return s.opts.MaxBytes > 0 && s.acct.total()+t.acct.total()+size > s.opts.MaxBytes
 		}
-		if extra > 0 || over() {
-			var derr error
-			err := firstIndexed(txn, false, func(seq uint64, id string) bool {
-				if extra <= 0 && !over() {
-					return false
-				}
-				if derr = deleteReply(txn, seq, id, false, &d); derr != nil {
-					return false
-				}
-				extra--
-				return true
-			})
-			if err == nil {
-				err = derr
+		for _, ref := range s.ridx.done {
+			if extra <= 0 && !over() {
+				break
 			}
-			if err != nil {
+			if err := deleteReply(txn, ref, false, &t); err != nil {
 				return nil, err
 			}
+			extra--
 		}
 		if over() {
-			return nil, s.refuse("reply", size, fmt.Sprintf("%d bytes stored, cap %d", s.acct.total()+d.total(), s.opts.MaxBytes))
+			return nil, s.refuse("reply", size, fmt.Sprintf("%d bytes stored, cap %d", s.acct.total()+t.acct.total(), s.opts.MaxBytes))
 		}
 		r.Seq = next
-		if err := putReply(txn, r, nil, 0, &d); err != nil {
+		if err := putReply(txn, r, nil, 0, &t); err != nil {
 			return nil, err
 		}
 		if err := txn.Set(keySeq, be8(next)); err != nil {
 			return nil, err
 		}
-		return func() { s.seq = next; s.acct.merge(d) }, nil
+		return func() { s.seq = next; t.apply(s) }, nil
 	})
 	if found {
 		return stored, false, nil
@@ -172,11 +162,11 @@ func (s *Store) UpdateReply(id string, state ReplyState, reason string, ack []by
 		if state == ReplySpeaking {
 			r.Plays++
 		}
-		var d accounting
-		if err := putReply(txn, r, &old, oldSize, &d); err != nil {
+		var t replyTx
+		if err := putReply(txn, r, &old, oldSize, &t); err != nil {
 			return nil, err
 		}
-		return func() { s.acct.merge(d) }, nil
+		return func() { t.apply(s) }, nil
 	}
 	if ack == nil {
 		err := s.writeLocked(what, 256, func(txn *badger.Txn, _ uint64) (func(), error) { return update(txn) })
