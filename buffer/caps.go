@@ -17,6 +17,11 @@ const (
 	areaIndex // outbox id -> key index (bytes only)
 	areaJournal
 	areaRetained
+	areaReply     // r/: replies from the backend (count and bytes)
+	areaReplyOpen // ro/: index of the open replies (count: replies open)
+	areaReplyDone // rf/: index of the finished replies (count: replies finished)
+	areaReplyID   // ri/: reply id -> key (bytes only)
+	areaInbox     // c/: commands accepted, not yet carried out (cmdinbox.go)
 	numAreas
 )
 
@@ -42,6 +47,13 @@ func (a *accounting) items() int {
 	return a.count[areaListen] + a.count[areaControl] + a.count[areaData] + a.count[areaJournal]
 }
 
+// merge adds a transaction's delta.
+func (a *accounting) merge(d accounting) {
+	for ar := range numAreas {
+		a.add(ar, d.count[ar], d.bytes[ar])
+	}
+}
+
 func (a *accounting) total() int64 {
 	var t int64
 	for _, b := range a.bytes {
@@ -64,6 +76,16 @@ func areaOf(key []byte) (area, bool) {
 		return areaJournal, true
 	case bytes.HasPrefix(key, prefixRetained):
 		return areaRetained, true
+	case bytes.HasPrefix(key, prefixReply):
+		return areaReply, true
+	case bytes.HasPrefix(key, prefixReplyOpen):
+		return areaReplyOpen, true
+	case bytes.HasPrefix(key, prefixReplyDone):
+		return areaReplyDone, true
+	case bytes.HasPrefix(key, prefixReplyIndex):
+		return areaReplyID, true
+	case bytes.HasPrefix(key, prefixInbox):
+		return areaInbox, true
 	}
 	return 0, false
 }
@@ -85,7 +107,7 @@ func scanAccounting(db *badger.DB, floor uint64) (accounting, error) {
 				continue // moved into a batch; deleted on open
 			}
 			n := 1
-			if ar == areaIndex {
+			if ar == areaIndex || ar == areaReplyID {
 				n = 0
 			}
 			a.add(ar, n, int64(len(k))+item.ValueSize())

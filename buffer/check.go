@@ -176,7 +176,7 @@ func (r *Report) count(k []byte, bad error) {
 	}
 	ar, ok := areaOf(k)
 	switch {
-	case !ok || ar == areaIndex:
+	case !ok || ar == areaIndex || ar >= areaReply:
 		r.OtherKeys++
 	case ar == areaListen:
 		r.Listen++

@@ -21,13 +21,18 @@ const (
 	ReplyInterrupted ReplyState = "interrupted"
 	ReplyExpired     ReplyState = "expired"
 	ReplyFailed      ReplyState = "failed"
+	ReplyDropped     ReplyState = "dropped" // never spoken: too many replies waiting (MaxReplies)
 )
 
 // Open reports whether the reply may still be spoken automatically.
 func (s ReplyState) Open() bool { return s == ReplyQueued || s == ReplyHeld || s == ReplySpeaking }
 
 // MaxReplies bounds the replies kept: past it the oldest finished ones are
-// deleted when a new one arrives (open ones are never deleted).
+// deleted when a new one arrives. Open replies are never deleted; the store
+// refuses (ErrFull) a new reply while MaxReplies are open, so their owner
+// must finish one first (the player drops the oldest held reply). Replies
+// count in Options.MaxBytes like everything else stored: finished ones are
+// evicted to make room, open ones never.
 const MaxReplies = 500
 
 // Reply is a reply command as stored on the device. The store keys it by ID
@@ -64,6 +69,8 @@ var ErrNoReply = errors.New("no such reply")
 // redelivered reply is never queued twice. Seq, ReceivedAt, UpdatedAt and
 // (when empty) State are assigned. The write is durable (per Options.Sync)
 // before AddReply returns, so the command may be acknowledged to the broker.
+// Its cost does not depend on the replies stored: the caps are applied
+// from the accounting and the index (replyindex.go), never by reading them.
 func (s *Store) AddReply(r Reply) (Reply, bool, error) {
 	if r.ID == "" {
 		return Reply{}, false, errors.New("add reply: empty id")
@@ -71,6 +78,9 @@ func (s *Store) AddReply(r Reply) (Reply, bool, error) {
 	what := "add reply " + r.ID
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.ensureReplyIndexLocked(); err != nil {
+		return Reply{}, false, fmt.Errorf("%s: %w", what, err)
+	}
 	var stored Reply
 	found := false
 	now := time.Now().UTC()
@@ -78,9 +88,10 @@ func (s *Store) AddReply(r Reply) (Reply, bool, error) {
 	if r.State == "" {
 		r.State = ReplyQueued
 	}
+	size := int64(len(r.Text)+len(r.Spoken)+len(r.ID)+len(r.InReplyTo)) + 512 // JSON, keys and index
 	// Looked up in the write transaction itself: no second writer can
 	// store the same id in between (writers are serialised by s.mu).
-	err := s.writeLocked(what, int64(len(r.Text)+len(r.Spoken)+256), func(txn *badger.Txn, next uint64) (func(), error) {
+	err := s.writeLocked(what, size, func(txn *badger.Txn, next uint64) (func(), error) {
 		var err error
 		if stored, err = getReply(txn, r.ID); err == nil {
 			found = true
@@ -88,42 +99,37 @@ func (s *Store) AddReply(r Reply) (Reply, bool, error) {
 		} else if !errors.Is(err, ErrNoReply) {
 			return nil, err
 		}
-		var finished [][]byte // keys of finished replies, oldest first
-		open := 0
-		err = iterReplies(txn, func(k []byte, rep Reply) bool {
-			if rep.State.Open() {
-				open++
-			} else {
-				finished = append(finished, k)
-			}
-			return true
-		})
-		if err != nil {
-			return nil, err
+		open, done := s.acct.n(areaReplyOpen), s.acct.n(areaReplyDone)
+		if r.State.Open() && open >= MaxReplies {
+			return nil, s.refuse("reply", size, fmt.Sprintf("%d replies open, cap %d", open, MaxReplies))
 		}
-		if extra := len(finished) + open + 1 - MaxReplies; extra > 0 {
-			for _, pk := range finished[:min(extra, len(finished))] {
-				if err := deleteReplyKey(txn, pk); err != nil {
-					return nil, err
-				}
+		// Evict the oldest finished replies: beyond MaxReplies, and while
+		// the new one would not fit in MaxBytes.
+		var t replyTx
+		extra := open + done + 1 - MaxReplies
+		over := func() bool {
+			return s.opts.MaxBytes > 0 && s.acct.total()+t.acct.total()+size > s.opts.MaxBytes
+		}
+		for _, ref := range s.ridx.done {
+			if extra <= 0 && !over() {
+				break
 			}
+			if err := deleteReply(txn, ref, false, &t); err != nil {
+				return nil, err
+			}
+			extra--
+		}
+		if over() {
+			return nil, s.refuse("reply", size, fmt.Sprintf("%d bytes stored, cap %d", s.acct.total()+t.acct.total(), s.opts.MaxBytes))
 		}
 		r.Seq = next
-		v, err := json.Marshal(r)
-		if err != nil {
-			return nil, err
-		}
-		k := replyKey(r.Seq)
-		if err := txn.Set(k, v); err != nil {
-			return nil, err
-		}
-		if err := txn.Set(replyIndexKey(r.ID), k); err != nil {
+		if err := putReply(txn, r, nil, 0, &t); err != nil {
 			return nil, err
 		}
 		if err := txn.Set(keySeq, be8(next)); err != nil {
 			return nil, err
 		}
-		return func() { s.seq = next }, nil
+		return func() { s.seq = next; t.apply(s) }, nil
 	})
 	if found {
 		return stored, false, nil
@@ -132,21 +138,6 @@ func (s *Store) AddReply(r Reply) (Reply, bool, error) {
 		return Reply{}, false, err
 	}
 	return r, true, nil
-}
-
-func deleteReplyKey(txn *badger.Txn, k []byte) error {
-	item, err := txn.Get(k)
-	if err != nil {
-		return err
-	}
-	var rep Reply
-	if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &rep) }); err != nil {
-		return err
-	}
-	if err := txn.Delete(replyIndexKey(rep.ID)); err != nil {
-		return err
-	}
-	return txn.Delete(k)
 }
 
 // UpdateReply sets a stored reply's state (reason: why it failed) and, when
@@ -158,20 +149,24 @@ func (s *Store) UpdateReply(id string, state ReplyState, reason string, ack []by
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var r Reply
+	if err := s.ensureReplyIndexLocked(); err != nil {
+		return Reply{}, fmt.Errorf("%s: %w", what, err)
+	}
 	update := func(txn *badger.Txn) (func(), error) {
-		var err error
-		if r, err = getReply(txn, id); err != nil {
+		old, oldSize, err := getReplySized(txn, id)
+		if err != nil {
 			return nil, err
 		}
+		r = old
 		r.State, r.Reason, r.UpdatedAt = state, reason, time.Now().UTC()
 		if state == ReplySpeaking {
 			r.Plays++
 		}
-		v, err := json.Marshal(r)
-		if err != nil {
+		var t replyTx
+		if err := putReply(txn, r, &old, oldSize, &t); err != nil {
 			return nil, err
 		}
-		return func() {}, txn.Set(replyKey(r.Seq), v)
+		return func() { t.apply(s) }, nil
 	}
 	if ack == nil {
 		err := s.writeLocked(what, 256, func(txn *badger.Txn, _ uint64) (func(), error) { return update(txn) })
@@ -227,25 +222,31 @@ func (s *Store) ListReplies(limit int, open bool) ([]Reply, error) {
 }
 
 func getReply(txn *badger.Txn, id string) (Reply, error) {
+	r, _, err := getReplySized(txn, id)
+	return r, err
+}
+
+// getReplySized also returns the size of the stored value (accounting).
+func getReplySized(txn *badger.Txn, id string) (Reply, int64, error) {
 	item, err := txn.Get(replyIndexKey(id))
 	if errors.Is(err, badger.ErrKeyNotFound) {
-		return Reply{}, fmt.Errorf("%q: %w", id, ErrNoReply)
+		return Reply{}, 0, fmt.Errorf("%q: %w", id, ErrNoReply)
 	}
 	if err != nil {
-		return Reply{}, err
+		return Reply{}, 0, err
 	}
 	k, err := item.ValueCopy(nil)
 	if err != nil {
-		return Reply{}, err
+		return Reply{}, 0, err
 	}
 	if item, err = txn.Get(k); err != nil {
-		return Reply{}, fmt.Errorf("reply %q index points at %x: %w", id, k, err)
+		return Reply{}, 0, fmt.Errorf("reply %q index points at %x: %w", id, k, err)
 	}
 	var r Reply
 	if err := item.Value(func(v []byte) error { return json.Unmarshal(v, &r) }); err != nil {
-		return Reply{}, fmt.Errorf("decode reply %q: %w", id, err)
+		return Reply{}, 0, fmt.Errorf("decode reply %q: %w", id, err)
 	}
-	return r, nil
+	return r, item.ValueSize(), nil
 }
 
 func iterReplies(txn *badger.Txn, fn func(k []byte, r Reply) bool) error {

@@ -174,6 +174,9 @@ type Store struct {
 	vlogDamaged atomic.Bool // keyVlogDamaged is set: no value-log GC
 	listenFloor uint64      // listen records with seq <= floor were moved into a batch
 	acct        accounting
+	ridx        replyIdx // open and finished replies in seq order (replyindex.go)
+	inbox       cmdInbox // commands accepted, in order (cmdinbox.go)
+	inboxNotify chan struct{}
 	// recovering is set when Badger itself failed a write for lack of
 	// space: its in-memory state is then unusable (the mutable memtable is
 	// gone) and its Close blocks until its memtable flush succeeds, i.e.
@@ -263,12 +266,13 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open store: create state dir %s: %w", dir, err)
 	}
 	s := &Store{
-		dir:       dir,
-		opts:      o,
-		log:       o.Logger.With("component", "buffer", "dir", dir),
-		refused:   map[string]int64{},
-		notify:    make(chan struct{}, 1),
-		minInodes: minFreeInodes,
+		dir:         dir,
+		opts:        o,
+		log:         o.Logger.With("component", "buffer", "dir", dir),
+		refused:     map[string]int64{},
+		notify:      make(chan struct{}, 1),
+		inboxNotify: make(chan struct{}, 1),
+		minInodes:   minFreeInodes,
 	}
 	if err := s.openChecked(); err != nil {
 		return nil, err

@@ -137,9 +137,15 @@ type MQTT struct {
 	ReconnectMin     Duration `yaml:"reconnect_min"`
 	ReconnectMax     Duration `yaml:"reconnect_max"`
 	BatchAckRequired bool     `yaml:"batch_ack_required"`
-	Delivery         string   `yaml:"delivery"`    // broker | backend
-	AckTimeout       Duration `yaml:"ack_timeout"` // backend acks: re-publish after
-	StuckAfter       Duration `yaml:"stuck_after"` // outbox head waiting this long online: warn
+	Delivery         string   `yaml:"delivery"` // broker | backend
+	// Engine is the broker software behind Broker: mosquitto or nats. It
+	// only narrows device_id to what that engine carries (EngineDeviceID).
+	Engine     string   `yaml:"engine"`
+	AckTimeout Duration `yaml:"ack_timeout"` // backend acks: re-publish after
+	StuckAfter Duration `yaml:"stuck_after"` // outbox head waiting this long online: warn
+	// OfflineUnhealthyAfter: /healthz is not ok once the link has been down
+	// this long with outbox entries waiting (0: never).
+	OfflineUnhealthyAfter Duration `yaml:"offline_unhealthy_after"`
 }
 
 // TLS files for the broker connection.

@@ -197,6 +197,11 @@ func TestValidationNamesField(t *testing.T) {
 		{"replies language", func(c *Config) { c.Replies.Language = "de" }, "replies.language:"},
 		{"replies max_age", func(c *Config) { c.Replies.MaxAge = 0 }, "replies.max_age:"},
 		{"replies rate", func(c *Config) { c.Replies.Rate = 5 }, "replies.rate:"},
+		{"device_id with dot on mosquitto", func(c *Config) { c.DeviceID = "site.3" }, ""},
+		{"device_id with dot on nats", func(c *Config) { c.DeviceID = "site.3"; c.MQTT.Engine = EngineNATS },
+			`device_id: "site.3" contains '.', which mqtt.engine nats cannot carry`},
+		{"device_id without dot on nats", func(c *Config) { c.DeviceID = "site-3"; c.MQTT.Engine = EngineNATS }, ""},
+		{"unknown engine", func(c *Config) { c.MQTT.Engine = "emqx" }, `mqtt.engine: "emqx" is not one of mosquitto, nats`},
 		{"replies off skips checks", func(c *Config) { c.Replies.Enabled = false; c.Replies.Engine = "x" }, ""},
 		{"metrics public", func(c *Config) { c.Metrics.Listen = "0.0.0.0:9464" }, "metrics.listen: 0.0.0.0:9464 is not a loopback address"},
 		{"metrics v6 loopback", func(c *Config) { c.Metrics.Listen = "[::1]:9464" }, ""},
@@ -448,7 +453,8 @@ func TestModelsDir(t *testing.T) {
 }
 
 // Issue 9, item 7: a 0644 password_file or a world-readable config holding
-// a password gives a warning naming the file; 0600 gives none.
+// a password gives a warning naming the file; 0600 gives none. Issue 27: an
+// encryption_key_file is held to the password_file rule.
 func TestSecretWarnings(t *testing.T) {
 	dir := t.TempDir()
 	pw := filepath.Join(dir, "pw")
@@ -456,6 +462,8 @@ func TestSecretWarnings(t *testing.T) {
 	cfgFile := filepath.Join(dir, "with-file.yaml")
 	os.WriteFile(cfgPW, []byte("mqtt:\n  password: s3cret\n"), 0o644)
 	os.WriteFile(cfgFile, []byte("mqtt:\n  password_file: "+pw+"\n"), 0o644)
+	cfgKey := filepath.Join(dir, "with-key.yaml")
+	os.WriteFile(cfgKey, []byte("storage:\n  encryption_key_file: "+pw+"\n"), 0o644)
 	for _, tc := range []struct {
 		name       string
 		cfg        string
@@ -467,6 +475,9 @@ func TestSecretWarnings(t *testing.T) {
 		{"password_file 0600", cfgFile, 0o600, 0o644, ""},
 		{"config with password 0644", cfgPW, 0o600, 0o644, "holds mqtt.password and has mode 0644"},
 		{"config with password 0640", cfgPW, 0o600, 0o640, ""},
+		{"encryption_key_file 0644", cfgKey, 0o644, 0o600, "storage.encryption_key_file: " + pw + " has mode 0644"},
+		{"encryption_key_file 0640", cfgKey, 0o640, 0o600, "storage.encryption_key_file: " + pw + " has mode 0640"},
+		{"encryption_key_file 0600", cfgKey, 0o600, 0o644, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			os.WriteFile(pw, []byte("s3cret\n"), tc.pwMode)
@@ -487,5 +498,23 @@ func TestSecretWarnings(t *testing.T) {
 				t.Errorf("warnings %q, want one containing %q", w, tc.wantSubstr)
 			}
 		})
+	}
+}
+
+// Issue 27: a hostname-derived id is made one the configured engine
+// carries (nats: no '.'), so a default configuration starts on NATS.
+func TestEngineSafeDerivedID(t *testing.T) {
+	for _, tc := range []struct{ engine, in, want string }{
+		{EngineMosquitto, "insp.example.org", "insp.example.org"},
+		{EngineNATS, "insp.example.org", "insp-example-org"},
+		{EngineNATS, "insp-1", "insp-1"},
+	} {
+		got := engineSafeID(tc.engine, sanitizeID(tc.in))
+		if got != tc.want {
+			t.Errorf("%s %q: %q, want %q", tc.engine, tc.in, got, tc.want)
+		}
+		if err := EngineDeviceID(tc.engine, got); err != nil {
+			t.Errorf("%s %q: derived %q refused: %v", tc.engine, tc.in, got, err)
+		}
 	}
 }

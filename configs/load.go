@@ -111,7 +111,7 @@ func (c *Config) resolve() error {
 		}
 	}
 	if c.DeviceID == "" {
-		c.DeviceID = machineDeviceID()
+		c.DeviceID = engineSafeID(c.MQTT.Engine, machineDeviceID())
 	}
 	if c.MQTT.ClientID == "" {
 		c.MQTT.ClientID = "agorad-" + c.DeviceID

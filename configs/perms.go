@@ -5,8 +5,8 @@ import (
 	"os"
 )
 
-// SecretWarnings reports secrets other users can read: a password_file with
-// any group or other permission, and a configuration file that holds
+// SecretWarnings reports secrets other users can read: a password_file or
+// an encryption_key_file with any group or other permission, and a configuration file that holds
 // mqtt.password and is world-readable. They are warnings, not errors: the
 // daemon still starts (a fleet must not go deaf over a chmod), but the
 // deployer hears about it at every start. path is the configuration file
@@ -17,6 +17,15 @@ func (c *Config) SecretWarnings(path string) []string {
 		p := os.ExpandEnv(c.MQTT.PasswordFile)
 		if st, err := os.Stat(p); err == nil && st.Mode().Perm()&0o077 != 0 {
 			out = append(out, fmt.Sprintf("mqtt.password_file: %s has mode %04o: other users may read the broker password; chmod 600 (or 640 for a trusted group) or use systemd LoadCredential=", p, st.Mode().Perm()))
+		}
+	}
+	// The store key is held to the password_file rule: whoever reads it
+	// reads every buffered note and reply (the key file is the only secret
+	// of the encryption at rest).
+	if c.Storage.EncryptionKeyFile != "" {
+		p := os.ExpandEnv(c.Storage.EncryptionKeyFile)
+		if st, err := os.Stat(p); err == nil && st.Mode().Perm()&0o077 != 0 {
+			out = append(out, fmt.Sprintf("storage.encryption_key_file: %s has mode %04o: other users may read the store's encryption key; chmod 600 (or 640 for a trusted group) or use systemd LoadCredentialEncrypted=", p, st.Mode().Perm()))
 		}
 	}
 	if path != "" {

@@ -159,8 +159,15 @@ func (c *Config) Validate() error {
 	durBetween("mqtt.reconnect_min", m.ReconnectMin, 100*time.Millisecond, time.Hour)
 	durBetween("mqtt.reconnect_max", m.ReconnectMax, 100*time.Millisecond, 24*time.Hour)
 	oneOf("mqtt.delivery", m.Delivery, "broker", "backend")
+	oneOf("mqtt.engine", m.Engine, EngineMosquitto, EngineNATS)
+	if c.DeviceID != "" {
+		if err := EngineDeviceID(m.Engine, c.DeviceID); err != nil {
+			errs = append(errs, err) // names device_id
+		}
+	}
 	durBetween("mqtt.ack_timeout", m.AckTimeout, time.Second, 24*time.Hour)
 	durBetween("mqtt.stuck_after", m.StuckAfter, time.Second, 7*24*time.Hour)
+	durBetween("mqtt.offline_unhealthy_after", m.OfflineUnhealthyAfter, 0, 7*24*time.Hour)
 	if m.ReconnectMax < m.ReconnectMin {
 		bad("mqtt.reconnect_max", "%s is below mqtt.reconnect_min (%s)", m.ReconnectMax, m.ReconnectMin)
 	}

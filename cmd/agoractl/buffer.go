@@ -60,7 +60,7 @@ func printRecords(w io.Writer, l control.BufferList) {
 	fmt.Fprintln(tw, "SEQ\tSTARTED\tSECS\tLANG\tTEXT")
 	for _, r := range l.Records {
 		fmt.Fprintf(tw, "%d\t%s\t%.1f\t%s\t%s\n", r.Seq, r.StartedAt.Local().Format(time.DateTime),
-			float64(r.DurationMS)/1000, r.Lang, r.Text)
+			float64(r.DurationMS)/1000, shown(r.Lang), shown(r.Text))
 	}
 	tw.Flush()
 	if l.Total > len(l.Records) {

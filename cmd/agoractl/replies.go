@@ -41,7 +41,7 @@ func repliesCmd(ctx context.Context, c *control.Client, o options, _ io.Writer) 
 			return
 		}
 		for _, x := range r.Replies {
-			fmt.Fprintf(w, "speaking %s: %s\n", x.ID, x.Text)
+			fmt.Fprintf(w, "speaking %s: %s\n", shown(x.ID), shown(x.Text))
 		}
 	}}, err
 }
@@ -56,9 +56,9 @@ func printReplies(w io.Writer, r control.RepliesResult) {
 	for _, x := range r.Replies {
 		state := x.State
 		if x.Reason != "" && x.State == "failed" {
-			state += " (" + x.Reason + ")"
+			state += " (" + shown(x.Reason) + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", x.ReceivedAt.Local().Format(time.DateTime), x.ID, x.Lang, state, x.Text)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\n", x.ReceivedAt.Local().Format(time.DateTime), shown(x.ID), shown(x.Lang), state, shown(x.Text))
 	}
 	tw.Flush()
 }

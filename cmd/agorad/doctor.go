@@ -120,6 +120,7 @@ func runDoctor(ctx context.Context, cfgPath string, env doctorEnv) []check {
 		return out // nothing else can be judged without a configuration
 	}
 	add(check{"config", "ok", cfgPath + " is valid", ""})
+	add(checkSecrets(cfg, cfgPath))
 	add(checkClock(env.now()))
 	add(checkCompute(env.compute))
 	for _, kind := range []string{"whisper", "vad"} {
@@ -291,6 +292,15 @@ func checkDisk(cfg *configs.Config) check {
 		return check{"disk", "warn", detail + " (less than a quarter of the cap)", "free space or lower storage.max_bytes"}
 	}
 	return check{"disk", "ok", detail, ""}
+}
+
+// checkSecrets warns of secrets other users can read (what run logs at
+// every start): a warning, not a failure, as at run.
+func checkSecrets(cfg *configs.Config, cfgPath string) check {
+	if w := cfg.SecretWarnings(cfgPath); len(w) > 0 {
+		return check{"secrets", "warn", strings.Join(w, "; "), "chmod 600 the files named (or use systemd credentials)"}
+	}
+	return check{"secrets", "ok", "no secret readable by other users", ""}
 }
 
 // checkStore runs the store's integrity check (what `agorad store check`

@@ -87,6 +87,11 @@ func TestDoctor(t *testing.T) {
 				{Type: evdev.EvSyn, Code: evdev.SynReport},
 			})
 		}, func(e *doctorEnv) { e.pttWait = 5 * time.Second }, "", "push-to-talk: key 164 seen"},
+		{"world-readable encryption key", func(t *testing.T, c *configs.Config) {
+			key := filepath.Join(t.TempDir(), "store.key")
+			os.WriteFile(key, []byte(strings.Repeat("ab", 32)+"\n"), 0o644)
+			c.Storage.EncryptionKeyFile = key
+		}, nil, "", "secrets: storage.encryption_key_file: "},
 		{"clock in 1970", nil, func(e *doctorEnv) { e.now = func() time.Time { return time.Unix(0, 0) } }, "clock", "clock: 1970"},
 	}
 	for _, tc := range tests {

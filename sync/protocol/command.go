@@ -183,8 +183,10 @@ func decodeObject(payload []byte) (map[string]json.RawMessage, []string, error) 
 	if _, err := dec.Token(); err != nil { // closing '}'
 		return nil, nil, cmdErr("payload", "not JSON: %v", err)
 	}
-	if _, err := dec.Token(); err == nil {
-		return nil, nil, cmdErr("payload", "trailing data after the JSON object")
+	// Whatever follows the object must be whitespace only: dec.Token would
+	// report invalid trailing bytes ("} trailing") as an error and so miss them.
+	if rest := bytes.TrimLeft(payload[dec.InputOffset():], " \t\r\n"); len(rest) > 0 {
+		return nil, nil, cmdErr("payload", "trailing data after the JSON object: %s", excerpt(rest))
 	}
 	return fields, order, nil
 }

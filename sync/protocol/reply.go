@@ -34,6 +34,10 @@ const (
 	OutcomeExpired     = "expired"
 	OutcomeHeld        = "held"
 	OutcomeFailed      = "failed"
+	// OutcomeDropped: never spoken, because more replies were waiting
+	// than the device keeps (buffer.MaxReplies); the oldest waiting one
+	// makes room for the new one.
+	OutcomeDropped = "dropped"
 )
 
 // Limits on a reply command (besides MaxCommandBytes for the whole payload).

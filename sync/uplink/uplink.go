@@ -123,7 +123,7 @@ type Client struct {
 	online        atomic.Bool
 	onlineChanged chan bool
 	statusReq     chan struct{}
-	commands      chan inbound
+	commands      *inbox
 
 	mu       sync.Mutex
 	awaiting map[string]*held     // PUBACKed entries waiting for the backend's ack
@@ -189,7 +189,7 @@ func New(opts Options, outbox Outbox, handler CommandHandler) (*Client, error) {
 		log:           opts.Logger.With("component", "uplink"),
 		onlineChanged: make(chan bool, 1),
 		statusReq:     make(chan struct{}, 1),
-		commands:      make(chan inbound, 64),
+		commands:      newInbox(),
 		awaiting:      map[string]*held{},
 		early:         map[string]time.Time{},
 		rejectLog:     limiter{every: 10 * time.Second, burst: 5},
@@ -518,8 +518,9 @@ type inbound struct {
 }
 
 // onMessage runs on paho's goroutine: validate, count, queue for
-// serveCommands. Blocking here holds back further inbound messages, which is
-// the back-pressure we want.
+// serveCommands. It never blocks: paho also reads the session's PUBACKs and
+// PINGRESPs on this goroutine (back-pressure comes from the broker's
+// in-flight window, as commands are acknowledged once handled).
 func (c *Client) onMessage(_ paho.Client, m paho.Message) {
 	cmd, err := protocol.ParseCommand(c.opts.DeviceID, m.Payload())
 	if err != nil {
@@ -533,27 +534,31 @@ func (c *Client) onMessage(_ paho.Client, m paho.Message) {
 		return
 	}
 	c.commandsN.Add(1)
-	c.mu.Lock()
-	stopped := c.stopped
-	c.mu.Unlock()
-	select {
-	case c.commands <- inbound{cmd, m}:
-	case <-stopped:
-		// Not acknowledged: the broker redelivers it to the next session.
-		c.log.Warn("MQTT command left for redelivery at shutdown", "id", cmd.ID, "type", cmd.Type)
-	}
+	// Never blocks (see inbox): left unhandled at shutdown, a command is
+	// not acknowledged and the broker redelivers it to the next session.
+	c.commands.push(inbound{cmd, m})
 }
 
 func (c *Client) serveCommands(ctx context.Context) {
+	if cs, ok := c.outbox.(commandStore); ok {
+		c.serveInbox(ctx, cs) // intake.go
+		return
+	}
 	retry := time.NewTicker(250 * time.Millisecond)
 	defer retry.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
-		case in := <-c.commands:
-			if c.handleCommand(ctx, in.cmd) {
-				in.msg.Ack()
+		case <-c.commands.ready:
+			for ctx.Err() == nil {
+				in, ok := c.commands.pop()
+				if !ok {
+					break
+				}
+				if c.handleCommand(ctx, in.cmd) {
+					in.msg.Ack()
+				}
 			}
 		case <-retry.C:
 			if len(c.owed) > 0 {

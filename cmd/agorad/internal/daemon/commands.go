@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agora/agorad/buffer"
+	"github.com/agora/agorad/cmd/agorad/internal/textlang"
 	"github.com/agora/agorad/cmd/internal/control"
 	"github.com/agora/agorad/sync/protocol"
 )
@@ -34,11 +35,15 @@ func (c *commands) SetMode(ctx context.Context, mode string) (control.ModeResult
 // Say enters text exactly where a transcript would, so wake phrases and
 // modes apply to typed notes and other apps' dictation too.
 func (c *commands) Say(ctx context.Context, text string) (control.SayResult, error) {
-	out, err := c.router.Handle(ctx, Heard{Text: text, StartedAt: time.Now(), Source: "typed"})
+	// Typed text has no transcriber to name its language: guess it, so the
+	// note and the reply to it are not labelled replies.language blindly.
+	lang := textlang.Guess(text)
+	out, err := c.router.Handle(ctx, Heard{Text: text, Lang: lang, StartedAt: time.Now(), Source: "typed"})
 	if err != nil {
 		c.status.noteRefusal(err)
 		return control.SayResult{}, err
 	}
+	c.langs.put(lang, out.ID, out.BatchID)
 	res := control.SayResult{Action: string(out.Wake), Mode: string(out.ModeAfter), ID: out.ID, Flushed: out.BatchCount}
 	switch {
 	case out.Sent > 0:

@@ -23,6 +23,10 @@ type status struct {
 	speech  *speech
 
 	refused atomic.Uint64 // writes refused for a full disk (caps: Stats.Refused)
+	// offlineSince is when the link went down (unix ns); 0 while online or
+	// before the first connect (then: since started).
+	offlineSince atomic.Int64
+	everOnline   atomic.Bool
 }
 
 // noteRefusal counts what the store refused. Cap refusals are counted by
@@ -45,6 +49,7 @@ func (rep *status) watchOnline(ctx context.Context) {
 			return
 		case up := <-rep.up.OnlineChanged():
 			rep.met.SetOnline(up)
+			rep.noteLink(up, time.Now())
 			if !up {
 				rep.sounds.Play("offline")
 				rep.log.Warn("backend link down; buffering on the device")
@@ -104,6 +109,11 @@ func (rep *status) health() metrics.Health {
 	h := metrics.Health{OK: true, Online: rep.up.Online(), Mode: string(rep.router.Mode())}
 	if _, err := rep.store.ListenCount(); err != nil {
 		h.OK, h.Reason = false, "store: "+err.Error()
+	}
+	if h.OK {
+		if why := rep.offlineTooLong(time.Now()); why != "" {
+			h.OK, h.Reason = false, why
+		}
 	}
 	h.Problems = rep.problems()
 	return h

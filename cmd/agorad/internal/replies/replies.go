@@ -21,6 +21,10 @@ type Store interface {
 	UpdateReply(id string, state buffer.ReplyState, reason string, ack []byte, offline bool) (buffer.Reply, error)
 	GetReply(id string) (buffer.Reply, error)
 	ListReplies(limit int, open bool) ([]buffer.Reply, error)
+	// OpenReplies and ReplyCounts read through the store's reply index:
+	// their cost does not grow with the finished replies kept.
+	OpenReplies(limit int) ([]buffer.Reply, error)
+	ReplyCounts() (open, finished int)
 }
 
 // Speaker plays a synthesized stream (*audio.Player).
@@ -66,6 +70,9 @@ type Options struct {
 	AfterStore func(id string)
 }
 
+// errFinished: the reply was finished by someone else since it was read.
+var errFinished = errors.New("reply finished meanwhile")
+
 // Status is what agoractl status shows.
 type Status struct {
 	Speaking    string // id of the reply being spoken, "" when silent
@@ -80,6 +87,10 @@ type Player struct {
 	log *slog.Logger
 
 	wake chan struct{}
+
+	// fin serialises outcomes: Receive (dropping the oldest waiting reply)
+	// and Run (holding, expiring, speaking) never finish one reply twice.
+	fin sync.Mutex
 
 	mu         sync.Mutex
 	speaking   string             // id being spoken
@@ -132,9 +143,14 @@ func (p *Player) Receive(ctx context.Context, r protocol.Reply) error {
 	if lang != "nl" && lang != "en" {
 		lang = p.o.DefaultLang
 	}
+	// max_age bounds every reply, also one whose expires_at is later (a
+	// far-future expires_at would keep it open, and counted, for good).
 	exp := r.ExpiresAt
-	if exp.IsZero() {
-		exp = arrival.Add(p.o.MaxAge)
+	if limit := arrival.Add(p.o.MaxAge); exp.IsZero() || exp.After(limit) {
+		exp = limit
+	}
+	if err := p.makeRoom(r.ID); err != nil {
+		return fmt.Errorf("store reply %s: %w", r.ID, err)
 	}
 	stored, added, err := p.o.Store.AddReply(buffer.Reply{ID: r.ID, InReplyTo: r.InReplyTo, Text: r.Text, Spoken: r.Spoken,
 		Lang: lang, Urgent: r.Urgent, ExpiresAt: exp.UTC()})
@@ -196,7 +212,7 @@ func (p *Player) Stop() string {
 func (p *Player) Play(id string) ([]buffer.Reply, error) {
 	var want []buffer.Reply
 	if id == "" {
-		open, err := p.o.Store.ListReplies(0, true)
+		open, err := p.o.Store.OpenReplies(0)
 		if err != nil {
 			return nil, err
 		}
@@ -251,13 +267,13 @@ func (p *Player) List(limit int) ([]buffer.Reply, error) { return p.o.Store.List
 // Run speaks replies until ctx ends. Replies left "speaking" by a crash are
 // acknowledged interrupted first (never spoken again by themselves).
 func (p *Player) Run(ctx context.Context) error {
-	open, err := p.o.Store.ListReplies(0, true)
+	open, err := p.o.Store.OpenReplies(0)
 	if err != nil {
 		return fmt.Errorf("replies: %w", err)
 	}
 	for _, r := range open {
 		if r.State == buffer.ReplySpeaking {
-			p.finish(r, protocol.OutcomeInterrupted, "the device stopped while speaking it")
+			p.finishIf(r, protocol.OutcomeInterrupted, "the device stopped while speaking it")
 		}
 	}
 	timer := time.NewTimer(time.Hour)
@@ -284,7 +300,7 @@ func (p *Player) Run(ctx context.Context) error {
 // whose turn it is. It returns 0 after speaking (call again), else how long
 // until something may change by itself (the next expiry).
 func (p *Player) step(ctx context.Context) time.Duration {
-	open, err := p.o.Store.ListReplies(0, true)
+	open, err := p.o.Store.OpenReplies(0)
 	if err != nil {
 		p.log.Error("read stored replies", "err", err)
 		return 5 * time.Second
@@ -304,7 +320,7 @@ func (p *Player) step(ctx context.Context) time.Duration {
 	for i := range open {
 		r := open[i]
 		if !now.Before(r.ExpiresAt) {
-			p.finish(r, protocol.OutcomeExpired, "")
+			p.finishIf(r, protocol.OutcomeExpired, "")
 			continue
 		}
 		wait = min(wait, r.ExpiresAt.Sub(now)+time.Millisecond)
@@ -312,7 +328,7 @@ func (p *Player) step(ctx context.Context) time.Duration {
 		speakable := mode == string(buffer.ModeFeedback) || r.Urgent || requested[r.ID]
 		if !speakable {
 			if r.State == buffer.ReplyQueued {
-				p.finish(r, protocol.OutcomeHeld, "")
+				p.finishIf(r, protocol.OutcomeHeld, "")
 				if p.o.Earcon != nil {
 					p.o.Earcon("reply_waiting")
 				}
@@ -364,7 +380,27 @@ func (p *Player) setWaiting(n int) {
 
 // finish stores an outcome with its ack.
 func (p *Player) finish(r buffer.Reply, outcome, reason string) {
-	ack := protocol.AckBody{CommandID: r.ID, CommandType: protocol.CmdReply, OK: outcome != protocol.OutcomeFailed,
+	p.fin.Lock()
+	defer p.fin.Unlock()
+	p.finishLocked(r, outcome, reason)
+}
+
+// finishIf is finish for r as read earlier: only if its stored state is
+// still r.State (Receive may have dropped it meanwhile; a reply is never
+// finished twice, nor reopened by a late hold).
+func (p *Player) finishIf(r buffer.Reply, outcome, reason string) bool {
+	p.fin.Lock()
+	defer p.fin.Unlock()
+	if cur, err := p.o.Store.GetReply(r.ID); err != nil || cur.State != r.State {
+		return false
+	}
+	p.finishLocked(r, outcome, reason)
+	return true
+}
+
+// finishLocked is finish with p.fin held.
+func (p *Player) finishLocked(r buffer.Reply, outcome, reason string) {
+	ack := protocol.AckBody{CommandID: r.ID, CommandType: protocol.CmdReply, OK: outcome != protocol.OutcomeFailed && outcome != protocol.OutcomeDropped,
 		Error: reason, Outcome: outcome}
 	if outcome == protocol.OutcomeInterrupted {
 		ack.Error = ""
@@ -394,7 +430,7 @@ func (p *Player) speak(ctx context.Context, r buffer.Reply) bool {
 		if p.o.EngineErr != nil {
 			reason += ": " + p.o.EngineErr.Error()
 		}
-		p.finish(r, protocol.OutcomeFailed, reason)
+		p.finishIf(r, protocol.OutcomeFailed, reason)
 		return true
 	}
 	text, cut := tts.Prepare(spokenText(r), p.o.MaxChars)
@@ -402,12 +438,12 @@ func (p *Player) speak(ctx context.Context, r buffer.Reply) bool {
 		p.log.Warn("reply too long: cut at a sentence boundary", "id", r.ID, "max_chars", p.o.MaxChars, "kept_chars", len([]rune(text)))
 	}
 	if text == "" {
-		p.finish(r, protocol.OutcomeFailed, "nothing to say after removing control characters")
+		p.finishIf(r, protocol.OutcomeFailed, "nothing to say after removing control characters")
 		return true
 	}
 	spk, err := p.o.Speaker()
 	if err != nil {
-		p.finish(r, protocol.OutcomeFailed, "speaker: "+err.Error())
+		p.finishIf(r, protocol.OutcomeFailed, "speaker: "+err.Error())
 		return true
 	}
 	pctx, cancel := context.WithCancel(ctx)
@@ -424,7 +460,24 @@ func (p *Player) speak(ctx context.Context, r buffer.Reply) bool {
 	// no sample is played before "speaking" is stored: a crash from there on
 	// ends the reply as interrupted, never spoken twice.
 	stream, err := p.o.Engine.Synthesize(pctx, text, r.Lang)
-	if _, serr := p.o.Store.UpdateReply(r.ID, buffer.ReplySpeaking, "", nil, false); serr != nil {
+	p.fin.Lock()
+	serr := errFinished
+	if cur, gerr := p.o.Store.GetReply(r.ID); gerr != nil {
+		serr = gerr
+	} else if cur.State == r.State { // not dropped since it was read
+		_, serr = p.o.Store.UpdateReply(r.ID, buffer.ReplySpeaking, "", nil, false)
+	}
+	p.fin.Unlock()
+	if errors.Is(serr, errFinished) {
+		if stream != nil {
+			stream.Close()
+		}
+		p.mu.Lock()
+		p.speaking, p.cancel = "", nil
+		p.mu.Unlock()
+		return true // finished meanwhile (dropped): nothing to speak
+	}
+	if serr != nil {
 		if stream != nil {
 			stream.Close()
 		}

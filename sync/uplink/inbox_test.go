@@ -1,0 +1,87 @@
+package uplink
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/agora/agorad/buffer"
+	"github.com/agora/agorad/sync/brokertest"
+	"github.com/agora/agorad/sync/protocol"
+)
+
+// slowHandler takes a long time per command, as storing replies did under
+// a flood (each slower than the last).
+type slowHandler struct {
+	per     time.Duration
+	handled atomic.Int64
+}
+
+func (h *slowHandler) HandleCommand(ctx context.Context, _ protocol.Command) error {
+	select {
+	case <-ctx.Done():
+	case <-time.After(h.per):
+	}
+	h.handled.Add(1)
+	return nil
+}
+
+// Issue 27: with more commands in flight than the uplink's queue held, the
+// paho callback blocked; paho reads PUBACKs on that goroutine, so the
+// session's own publishes timed out behind the backlog and the session
+// dropped (16 failed connects in the issue). Now the callback never blocks:
+// while a backlog of slow commands is worked through, outbox entries are
+// published and deleted, and the session stays up.
+func TestSessionNeverWaitsBehindCommands(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real mosquitto")
+	}
+	b := brokertest.Start(t) // max_inflight_messages 100
+	st := newStore(t)
+	h := &slowHandler{per: 40 * time.Millisecond}
+	opts := testOptions("dev-flood", b.URL())
+	opts.PublishTimeout = time.Second
+	c := newClient(t, opts, st, h)
+	runClient(t, c)
+	waitUntil(t, 10*time.Second, "online", c.Online)
+
+	pub := connectPublisher(t, b)
+	const n = 150 // > the broker's in-flight window (100) > the old queue (64)
+	for i := range n {
+		pub.Publish(protocol.Topic("dev-flood", protocol.TopicCommands), 1, false, fmt.Sprintf(`{"id":"p-%d","type":"ping"}`, i))
+	}
+	// Stored and acknowledged at once: the backlog waits in the store's
+	// inbox, not in memory or in the broker's in-flight window.
+	waitUntil(t, 10*time.Second, "a backlog stored", func() bool { return st.InboxCount() > 64 })
+	if n := c.commands.Len(); n > maxAcceptBatch {
+		t.Errorf("%d commands held in memory", n)
+	}
+	// The backlog takes n*40ms = 6 s; utterances queued meanwhile are
+	// published within the publish timeout.
+	for i := range 5 {
+		start := time.Now()
+		if _, err := st.Enqueue(buffer.LaneData, buffer.KindEvent, false, []byte(`{"event":"probe"}`)); err != nil {
+			t.Fatal(err)
+		}
+		waitUntil(t, 5*time.Second, "probe published", func() bool {
+			es, _ := st.Pending(0)
+			for _, e := range es {
+				if e.Kind == buffer.KindEvent {
+					return false
+				}
+			}
+			return true
+		})
+		if d := time.Since(start); d > opts.PublishTimeout {
+			t.Errorf("probe %d published after %v, behind %d commands", i, d, st.InboxCount())
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	waitUntil(t, 30*time.Second, "every command handled", func() bool { return h.handled.Load() >= n })
+	waitUntil(t, 5*time.Second, "the inbox emptied", func() bool { return st.InboxCount() == 0 })
+	if s := c.Stats(); s.Reconnects != 0 || s.Connects != 1 {
+		t.Errorf("connects %d, reconnects %d while a backlog was handled: want one session", s.Connects, s.Reconnects)
+	}
+}
