@@ -241,7 +241,10 @@ func (b *Bridge) status(device, topic string, payload []byte) error {
 		b.m.Messages.WithLabelValues("status", "stale").Inc()
 		return nil
 	}
-	ds.Mode, ds.Online, ds.StatusAt, ds.UpdatedAt = st.Mode, st.Online, st.UpdatedAt, time.Now()
+	if st.Mode != "" { // the last will carries no mode: keep the last known
+		ds.Mode = st.Mode
+	}
+	ds.Online, ds.StatusAt, ds.UpdatedAt = st.Online, st.UpdatedAt, time.Now()
 	if err := b.o.Store.PutDevice(device, ds); err != nil {
 		return err
 	}
