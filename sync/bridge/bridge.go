@@ -225,7 +225,8 @@ func validID(id string) bool {
 
 func (b *Bridge) status(device, topic string, payload []byte) error {
 	var st protocol.StatusMessage
-	if _, ok := b.envelope(device, protocol.TypeStatus, topic, payload, &st); !ok {
+	env, ok := b.envelope(device, protocol.TypeStatus, topic, payload, &st)
+	if !ok {
 		return nil
 	}
 	ds, err := b.o.Store.Device(device)
@@ -238,7 +239,7 @@ func (b *Bridge) status(device, topic string, payload []byte) error {
 	// connection published since. (A will of a connection taken over by the
 	// device's reconnect can thus mark it offline until its next status.)
 	if st.Online && st.UpdatedAt != "" && st.UpdatedAt < ds.StatusAt {
-		b.m.Messages.WithLabelValues("status", "stale").Inc()
+		b.counted(device, "status", env, "stale")
 		return nil
 	}
 	if st.Mode != "" { // the last will carries no mode: keep the last known
@@ -253,7 +254,7 @@ func (b *Bridge) status(device, topic string, payload []byte) error {
 		online = 1
 	}
 	b.m.Online.WithLabelValues(device).Set(online)
-	b.m.Messages.WithLabelValues("status", "stored").Inc()
+	b.counted(device, "status", env, "stored")
 	b.log.Debug("device status", "device", device, "online", st.Online, "mode", st.Mode)
 	return nil
 }
@@ -292,7 +293,7 @@ func (b *Bridge) control(ctx context.Context, device, name, topic string, payloa
 		b.bad("type", "unexpected type "+strconv.Quote(excerptString(env.Type)), topic, payload)
 		return nil
 	}
-	b.m.Messages.WithLabelValues(env.Type, "logged").Inc()
+	b.counted(device, env.Type, env, "logged")
 	return nil
 }
 
@@ -321,7 +322,7 @@ func (b *Bridge) data(ctx context.Context, device, name, topic string, payload [
 		}
 	}
 	if !ok {
-		b.m.Messages.WithLabelValues(typ, "invalid").Inc()
+		b.counted(device, typ, env, "invalid")
 		return nil
 	}
 	rec, found, err := b.o.Store.Get(device, env.ID)
@@ -332,7 +333,7 @@ func (b *Bridge) data(ctx context.Context, device, name, topic string, payload [
 		// Redelivered (the device's at-least-once, or our crash before the
 		// transport ack): the graph is not asked again; the answer and the
 		// ack are re-sent in case they were lost.
-		b.m.Messages.WithLabelValues(typ, "duplicate").Inc()
+		b.counted(device, typ, env, "duplicate")
 		return b.finish(ctx, device, env, rec)
 	}
 	ds, err := b.o.Store.Device(device)
@@ -385,13 +386,21 @@ func (b *Bridge) data(ctx context.Context, device, name, topic string, payload [
 	b.m.Stage.WithLabelValues("commit").Observe(time.Since(t0).Seconds())
 	if dl != nil {
 		b.m.Parked.Inc()
-		b.m.Messages.WithLabelValues(typ, "parked").Inc()
+		b.counted(device, typ, env, "parked")
 		b.log.Error("message parked as a dead letter; the device's later messages go on", "device", device,
 			"id", env.ID, "seq", env.Seq, "attempts", attempts, "reason", excerptString(dl.Reason))
 	} else {
-		b.m.Messages.WithLabelValues(typ, "run").Inc()
+		b.counted(device, typ, env, "run")
 	}
 	return b.finish(ctx, device, env, rec)
+}
+
+// counted counts what became of a device message and logs it at debug
+// level: which device and message, never its content (the inspector's
+// words stay out of the bridge's logs).
+func (b *Bridge) counted(device, kind string, env protocol.Envelope, outcome string) {
+	b.m.Messages.WithLabelValues(kind, outcome).Inc()
+	b.log.Debug("device message", "device", device, "id", env.ID, "seq", env.Seq, "kind", kind, "outcome", outcome)
 }
 
 // finish publishes the reply (if any), then the ack that lets the device
