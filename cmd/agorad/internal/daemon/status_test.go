@@ -83,6 +83,22 @@ func TestStatusFollowsBufferOncePerConnect(t *testing.T) {
 		t.Errorf("last status says buffered %d, want %d", last.Buffered, burst+1)
 	}
 
+	// A mode change publishes its own status (the flushed buffer: 0); the
+	// buffer's change adds none.
+	before = len(statuses())
+	if _, err := d.cmds.SetMode(context.Background(), string(buffer.ModeFeedback)); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus("feedback, buffered 0", func(s protocol.StatusMessage) bool { return s.Mode == "feedback" && s.Buffered == 0 })
+	time.Sleep(settle)
+	if n := len(statuses()) - before; n != 1 {
+		t.Errorf("a mode change that flushed the buffer published %d statuses, want 1: %+v", n, statuses()[before:])
+	}
+	if _, err := d.cmds.SetMode(context.Background(), string(buffer.ModeListen)); err != nil {
+		t.Fatal(err)
+	}
+	waitStatus("listen", func(s protocol.StatusMessage) bool { return s.Mode == "listen" })
+
 	connect("reconnect", func() {
 		p.Cut()
 		deadline := time.Now().Add(10 * time.Second)
@@ -93,7 +109,7 @@ func TestStatusFollowsBufferOncePerConnect(t *testing.T) {
 		time.Sleep(3 * bufferPoll)
 		p.Restore()
 	})
-	if last := statuses()[len(statuses())-1]; last.Buffered != burst+2 {
-		t.Errorf("status after reconnect says buffered %d, want %d", last.Buffered, burst+2)
+	if last := statuses()[len(statuses())-1]; last.Buffered != 1 {
+		t.Errorf("status after reconnect says buffered %d, want 1 (the note said offline)", last.Buffered)
 	}
 }
