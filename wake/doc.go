@@ -31,8 +31,9 @@
 //   - Listen words must follow the wake word directly and match as written
 //     (longest entry first: "luister maar" before "luister"). A listen word
 //     elsewhere ("Agora, can you listen to this?") is part of the request.
-//   - A greeting right before the wake word ("Hey", "Hoi", "Okay", "Oké")
-//     belongs to the phrase: it is not handed over as a note.
+//   - A greeting right before the wake word, in the same sentence (Dutch
+//     and English: "Hello", "Hallo", "Hi", "Hoi", "Hey", "Hé", "Okay",
+//     "Oké") belongs to the phrase: it is not handed over as a note.
 //   - The first wake phrase in the text decides; later ones stay in the
 //     remainder.
 //

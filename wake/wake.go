@@ -220,7 +220,8 @@ func (r *Rules) listenLike(t token) bool {
 // buffer. "Okay. Agora, ..." keeps its "Okay.". Whisper
 // writes the wake word after a greeting far more reliably than at the
 // start of an utterance (issue 15's note), so people are told to say it.
-var greetings = map[string]bool{"hey": true, "hi": true, "hoi": true, "he": true, "okay": true, "ok": true, "oke": true}
+var greetings = map[string]bool{"hello": true, "hallo": true, "hey": true, "hi": true, "hoi": true, "he": true,
+	"okay": true, "ok": true, "oke": true}
 
 // wakeAt returns how many tokens from i make a wake word, or 0.
 func (r *Rules) wakeAt(toks []token, i int, blocked []bool) int {

@@ -38,11 +38,17 @@ func TestMatch(t *testing.T) {
 		{"Agora, luistr.", Listen, "", ""},                        // Dutch, one edit
 		{"Agora, loster.", Feedback, "", "loster."},               // two edits from luister
 		{"They said hey to Agora", Feedback, "They said hey to", ""},
+		{"Hello AGORA, what now?", Feedback, "", "what now?"},
+		{"Hi Agora", Feedback, "", ""},
+		{"Hello. Agora, what now?", Feedback, "Hello.", "what now?"}, // another sentence: a note
+		{"Hello Agora listen", Listen, "", ""},
 		{"Okay. Agora, wat nu?", Feedback, "Okay.", "wat nu?"},
 		// Dutch feedback.
 		{"AGORA, wat vind je van deze scheur?", Feedback, "", "wat vind je van deze scheur?"},
 		{"Hé Agora, wat nu?", Feedback, "", "wat nu?"},
 		{"Oké, Agora, wat nu?", Feedback, "", "wat nu?"},
+		{"Hallo Agora, wat nu?", Feedback, "", "wat nu?"},
+		{"Hoi Agora, luister.", Listen, "", ""},
 		{"Agora, klopt het dat de bout los zit?", Feedback, "", "klopt het dat de bout los zit?"},
 		{"De pijler is beschadigd. Agora, moet dit gerepareerd worden?", Feedback, "De pijler is beschadigd.", "moet dit gerepareerd worden?"},
 		{"agora (even checken) de meting", Feedback, "", "(even checken) de meting"},

@@ -32,7 +32,7 @@ func buildTool(t *testing.T, pkg string) string {
 // End to end on the real components: agorad (typed input through agoractl)
 // → mosquitto → agora-bridge → the reference graph → reply and ack back.
 // A listen round (three notes, then "AGORA, …") reaches the graph as one
-// batch run whose notes end up in buffer_context, and the question's one
+// batch run whose notes reach the answer (and report_notes), and the question's one
 // reply names them; the device deletes the batch on the bridge's ack.
 func TestEndToEndAgoradBridgeRefgraph(t *testing.T) {
 	if testing.Short() {
@@ -158,10 +158,11 @@ func TestEndToEndAgoradBridgeRefgraph(t *testing.T) {
 			t.Errorf("message %s ran %v times", id, n)
 		}
 	}
-	bc, _ := th["buffer_context"].(string)
+	// The answer used the notes once; they stay for reports in report_notes.
+	rn, _ := json.Marshal(th["report_notes"])
 	for _, n := range notes {
-		if !strings.Contains(bc, strings.TrimSuffix(n, ".")) {
-			t.Errorf("buffer_context lacks %q: %q", n, bc)
+		if !strings.Contains(string(rn), strings.TrimSuffix(n, ".")) {
+			t.Errorf("report_notes lack %q: %s", n, rn)
 		}
 	}
 	// A message the graph rejects is parked with its reason; the device's

@@ -182,24 +182,27 @@ func checkModel(kind, name, dir string) check {
 	if err != nil {
 		return check{kind + " model", "fail", err.Error(), "agorad model fetch " + name + " --dir " + dir}
 	}
-	e, ok := model.Lookup(name)
-	if !ok || e.SHA256 == "" {
-		return check{kind + " model", "ok", path + " (not in the catalog: checksum not checked)", ""}
+	e, inCatalog := model.Lookup(name)
+	inCatalog = inCatalog && e.SHA256 != ""
+	// A SHA256SUMS line beside the file vouches for it whatever its name:
+	// imported models (agorad model import, make models) are not the
+	// catalog's files, and a name merely shaped like a catalog one
+	// (base-q8_0 beside base-q5_1) must not skip the check.
+	listed, hasListed := listedSum(filepath.Join(filepath.Dir(path), "SHA256SUMS"), filepath.Base(path))
+	if !inCatalog && !hasListed {
+		return check{kind + " model", "ok", path + " (not in the catalog and no SHA256SUMS line beside it: checksum not checked)", ""}
 	}
 	sum, err := model.FileSHA256(path)
 	if err != nil {
 		return check{kind + " model", "fail", fmt.Sprintf("read %s: %v", path, err), "check the file's permissions (readable by user agorad)"}
 	}
-	if sum != e.SHA256 {
-		// An imported model (agorad model import, make models) is not the
-		// catalog's file; the SHA256SUMS written beside it at import vouches
-		// for it instead.
-		if listed, ok := listedSum(filepath.Join(filepath.Dir(path), "SHA256SUMS"), filepath.Base(path)); ok {
-			if listed == sum {
-				return check{kind + " model", "ok", path + " (sha256 matches the SHA256SUMS beside it: an imported model)", ""}
-			}
-			return check{kind + " model", "fail", fmt.Sprintf("%s: sha256 %s, SHA256SUMS beside it says %s (damaged or partial)", path, sum, listed), "copy or import the model again (make models; agorad model import)"}
+	if hasListed {
+		if strings.EqualFold(listed, sum) {
+			return check{kind + " model", "ok", path + " (sha256 matches the SHA256SUMS beside it)", ""}
 		}
+		return check{kind + " model", "fail", fmt.Sprintf("%s: sha256 %s, SHA256SUMS beside it says %s (damaged or partial)", path, sum, listed), "copy or import the model again (make models; agorad model import)"}
+	}
+	if sum != e.SHA256 {
 		// Catalog aliases (shared test copies) are other files: only the
 		// catalog's own file name must match.
 		if filepath.Base(path) == e.File {

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"encoding/pem"
 	"errors"
+	"io"
 	"math"
 	"math/big"
 	"net"
@@ -30,6 +31,7 @@ import (
 	"github.com/agora/agorad/configs"
 	"github.com/agora/agorad/configs/configtest"
 	"github.com/agora/agorad/sync/brokertest"
+	"github.com/agora/agorad/transcribe/model"
 	"gopkg.in/yaml.v3"
 )
 
@@ -54,6 +56,11 @@ func TestDoctor(t *testing.T) {
 			}
 		}, "compute", "compute: no compute backend found"},
 		{"missing model", func(t *testing.T, c *configs.Config) { c.Models.Whisper = filepath.Join(t.TempDir(), "gone.bin") }, nil, "whisper model", "whisper model: gone.bin"},
+		// A name shaped like a catalog one (base-q8_0 beside base-q5_1),
+		// imported and then damaged: the SHA256SUMS beside it decides.
+		{"damaged imported model", func(t *testing.T, c *configs.Config) {
+			c.Models.Dir, c.Models.Whisper = damagedImport(t, "base-q8_0"), "base-q8_0"
+		}, nil, "whisper model", "whisper model: SHA256SUMS beside it says"},
 		{"broker down", func(t *testing.T, c *configs.Config) { c.MQTT.Broker = down.URL() }, nil, "broker", "broker: connect"},
 		{"unusable CA file", func(t *testing.T, c *configs.Config) {
 			ca := filepath.Join(t.TempDir(), "ca.pem")
@@ -119,6 +126,34 @@ func TestDoctor(t *testing.T) {
 			}
 		})
 	}
+}
+
+// damagedImport copies the first MiB of a real imported model (make
+// models) and the SHA256SUMS beside it into a directory of its own: a
+// partial copy.
+func damagedImport(t *testing.T, name string) string {
+	t.Helper()
+	src := testaudio.RealModel(t, name)
+	sums, err := os.ReadFile(filepath.Join(filepath.Dir(src), "SHA256SUMS"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	head := make([]byte, 1<<20)
+	if _, err := io.ReadFull(f, head); err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	for file, b := range map[string][]byte{filepath.Base(src): head, "SHA256SUMS": sums} {
+		if err := os.WriteFile(filepath.Join(dir, file), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dir
 }
 
 // runDoctorCase runs `agorad doctor --json` on cfg and asserts that exactly
@@ -374,4 +409,52 @@ func TestDoctorAudioDevices(t *testing.T) {
 	}
 	cfg.Sounds.Device = "no-such-speaker"
 	runDoctorCase(t, cfg, realDoctorEnv(), "speaker")
+}
+
+// The SHA256SUMS beside a model decides for any model it lists, in the
+// catalog or not; only a model it does not list and the catalog does not
+// know goes unchecked.
+func TestCheckModelSums(t *testing.T) {
+	const content = "not really a model\n"
+	tests := []struct {
+		name, model, file string
+		sums              string // the SHA256SUMS line's hash ("" = no SHA256SUMS; "ok" = the file's own)
+		status, detail    string
+	}{
+		{"imported, listed, intact", "base-q8_0", "ggml-base-q8_0.bin", "ok", "ok", "matches the SHA256SUMS"},
+		{"imported, listed, damaged", "base-q8_0", "ggml-base-q8_0.bin", strings.Repeat("0", 64), "fail", "SHA256SUMS beside it says"},
+		{"imported, not listed", "base-q8_0", "ggml-base-q8_0.bin", "", "ok", "checksum not checked"},
+		{"catalog name, listed, damaged", "base-q5_1", "ggml-base-q5_1.bin", strings.Repeat("0", 64), "fail", "SHA256SUMS beside it says"},
+		{"catalog name, not listed, damaged", "base-q5_1", "ggml-base-q5_1.bin", "", "fail", "catalog says"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			path := filepath.Join(dir, tc.file)
+			os.WriteFile(path, []byte(content), 0o644)
+			switch tc.sums {
+			case "":
+			case "ok":
+				sum, err := model.FileSHA256(path)
+				if err != nil {
+					t.Fatal(err)
+				}
+				os.WriteFile(filepath.Join(dir, "SHA256SUMS"), []byte(sum+"  "+tc.file+"\n"), 0o644)
+			default:
+				os.WriteFile(filepath.Join(dir, "SHA256SUMS"), []byte(tc.sums+"  "+tc.file+"\n"), 0o644)
+			}
+			got := checkModel("whisper", tc.model, dir)
+			if got.Status != tc.status || !strings.Contains(got.Detail, tc.detail) {
+				t.Errorf("%+v, want %s with %q", got, tc.status, tc.detail)
+			}
+			if got.Status == "fail" && got.Fix == "" {
+				t.Errorf("failure without a fix: %+v", got)
+			}
+		})
+	}
+	// The real imported models (make models) pass against their SHA256SUMS.
+	real := testaudio.RealModel(t, "base-q8_0")
+	if got := checkModel("whisper", "base-q8_0", filepath.Dir(real)); got.Status != "ok" || !strings.Contains(got.Detail, "SHA256SUMS") {
+		t.Errorf("real base-q8_0: %+v", got)
+	}
 }

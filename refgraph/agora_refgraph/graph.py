@@ -222,7 +222,7 @@ def build_graph(settings: Settings | None = None) -> StateGraph:
         if not buffer:
             return {}
         log.info("process_buffer: %d buffered messages", len(buffer))
-        return {"buffer_context": buffer_context_of(buffer), "message_buffer": Overwrite([])}
+        return {"buffer_context": buffer_context_of(buffer), "message_buffer": Overwrite([]), "report_notes": buffer}
 
     async def wake_word_handler(state: AgentState, config: RunnableConfig) -> dict[str, Any]:
         """Listen -> feedback on "AGORA": process the buffer, keep the rest of the sentence."""
@@ -234,6 +234,7 @@ def build_graph(settings: Settings | None = None) -> StateGraph:
         if buffer:
             result["buffer_context"] = buffer_context_of(buffer)
             result["message_buffer"] = Overwrite([])
+            result["report_notes"] = buffer
         if remaining:
             result["messages"] = [HumanMessage(content=remaining)]
         else:
@@ -243,18 +244,22 @@ def build_graph(settings: Settings | None = None) -> StateGraph:
         return result
 
     async def agent(state: AgentState, config: RunnableConfig) -> dict[str, Any]:
-        """The general agent: the model sees buffer_context as its system prompt."""
+        """The general agent: the model sees buffer_context as its system prompt,
+        once: the answer used the batch, so the context is cleared (the notes
+        stay in report_notes) and a later answer does not repeat them."""
         inc = incoming(state)
         check_reject(inc)
         if not inc.text.strip():
             raise ValueError(f"run has no question to answer: user message {inc.message_id or '(none)'} is empty")
         prompt: list[BaseMessage] = []
+        used: dict[str, Any] = {}
         if state.get("buffer_context"):
             prompt.append(SystemMessage(content=state["buffer_context"]))
+            used["buffer_context"] = ""
         prompt.append(HumanMessage(content=inc.text))
         answer = await model.ainvoke(prompt)
         written = answer.text
-        return {"messages": [answer], **finish(state, config, written, to_spoken(written), True)}
+        return {"messages": [answer], **used, **finish(state, config, written, to_spoken(written), True)}
 
     def route_from_start(state: AgentState) -> str:
         if state.get("replaying"):

@@ -140,6 +140,9 @@ def create_app(db_path: str | Path, settings: Settings | None = None) -> FastAPI
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         db.parent.mkdir(parents=True, exist_ok=True)
         async with AsyncSqliteSaver.from_conn_string(str(db)) as saver:
+            # The saver creates its tables on its first write; the debug
+            # endpoints read them before any run on a fresh database.
+            await saver.setup()
             graph = compile_graph(saver, settings or Settings())
             app.state.graph = graph
             app.state.saver = saver
@@ -173,6 +176,7 @@ def create_app(db_path: str | Path, settings: Settings | None = None) -> FastAPI
             "interaction_mode": values.get("interaction_mode", ""),
             "message_buffer": values.get("message_buffer", []),
             "buffer_context": values.get("buffer_context", ""),
+            "report_notes": values.get("report_notes", []),
             "final_written": values.get("final_written", ""),
             "final_spoken": values.get("final_spoken", ""),
             "answered": values.get("answered", False),

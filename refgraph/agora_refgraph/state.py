@@ -40,7 +40,12 @@ AgentState = TypedDict(
         "messages": Annotated[list[BaseMessage], add_messages],
         "interaction_mode": str,  # "feedback" | "listen"
         "message_buffer": Annotated[list[dict[str, Any]], accumulate_messages],
+        # The processed notes as context for the next answer only: the agent
+        # clears it once an answer has used it.
         "buffer_context": str,
+        # Every note ever moved out of message_buffer, in order: what a report
+        # needs after buffer_context was cleared.
+        "report_notes": Annotated[list[dict[str, Any]], operator.add],
         "final_written": str,
         "final_spoken": str,
         # True when the run produced an answer meant for the inspector (not a

@@ -58,16 +58,30 @@ def test_listen_round_batch_then_question(server: Server) -> None:
     state = final_state(events)
     assert state["answered"] is True
     assert state["message_buffer"] == []
-    for i, note in enumerate(NOTES, 1):
-        assert f"{i}. {note['text']}" in state["buffer_context"]
+    for note in NOTES:
         assert note["text"] in state["final_written"]
     assert streamed_text(events) == state["final_written"]
     assert len(state["final_spoken"]) < len(state["final_written"])
+    # The answer used the batch: the context is cleared, the notes kept for reports.
+    assert state["buffer_context"] == ""
+    assert [n["content"] for n in state["report_notes"]] == [n["text"] for n in NOTES]
 
     debug = httpx.get(f"{server.url}/debug/threads/dev-2").json()
     assert debug["runs_by_message"] == {"b1": 1, "u1": 1}
     assert [(r["run_id"], r["kind"]) for r in debug["runs"]] == [("run-b1", "batch"), ("run-u1", "utterance")]
-    assert debug["buffer_context"] == state["buffer_context"]
+    assert debug["report_notes"] == state["report_notes"]
+
+    # The next answer does not repeat the old notes as new context.
+    state = final_state(post_run(server.url, run_input("dev-2", "u2", "and the roof?")))
+    assert state["final_written"] == "You said: and the roof?"
+    assert len(state["report_notes"]) == len(NOTES)
+
+
+def test_debug_endpoints_on_a_fresh_database(server_factory: Any) -> None:
+    srv = server_factory()
+    threads = httpx.get(f"{srv.url}/debug/threads")
+    assert (threads.status_code, threads.json()) == (200, {"threads": {}})
+    assert httpx.get(f"{srv.url}/debug/threads/nobody").status_code == 404
 
 
 def test_wake_word_in_listen_mode(server: Server) -> None:

@@ -236,7 +236,8 @@ func validID(id string) bool {
 
 func (b *Bridge) status(device, topic string, payload []byte) error {
 	var st protocol.StatusMessage
-	if _, refused := b.envelope(device, protocol.TypeStatus, topic, payload, &st); refused != "" {
+	env, refused := b.envelope(device, protocol.TypeStatus, topic, payload, &st)
+	if refused != "" {
 		return nil
 	}
 	ds, err := b.o.Store.Device(device)
@@ -249,10 +250,13 @@ func (b *Bridge) status(device, topic string, payload []byte) error {
 	// connection published since. (A will of a connection taken over by the
 	// device's reconnect can thus mark it offline until its next status.)
 	if st.Online && st.UpdatedAt != "" && st.UpdatedAt < ds.StatusAt {
-		b.m.Messages.WithLabelValues("status", "stale").Inc()
+		b.counted(device, "status", env, "stale")
 		return nil
 	}
-	ds.Mode, ds.Online, ds.StatusAt, ds.UpdatedAt = st.Mode, st.Online, st.UpdatedAt, time.Now()
+	if st.Mode != "" { // the last will carries no mode: keep the last known
+		ds.Mode = st.Mode
+	}
+	ds.Online, ds.StatusAt, ds.UpdatedAt = st.Online, st.UpdatedAt, time.Now()
 	if err := b.o.Store.PutDevice(device, ds); err != nil {
 		return err
 	}
@@ -261,7 +265,7 @@ func (b *Bridge) status(device, topic string, payload []byte) error {
 		online = 1
 	}
 	b.m.Online.WithLabelValues(device).Set(online)
-	b.m.Messages.WithLabelValues("status", "stored").Inc()
+	b.counted(device, "status", env, "stored")
 	b.log.Debug("device status", "device", device, "online", st.Online, "mode", st.Mode)
 	return nil
 }
@@ -300,7 +304,7 @@ func (b *Bridge) control(ctx context.Context, device, name, topic string, payloa
 		b.bad("type", "unexpected type "+strconv.Quote(excerptString(env.Type)), topic, payload)
 		return nil
 	}
-	b.m.Messages.WithLabelValues(env.Type, "logged").Inc()
+	b.counted(device, env.Type, env, "logged")
 	return nil
 }
 
@@ -330,7 +334,7 @@ func (b *Bridge) data(ctx context.Context, device, name, topic string, payload [
 		}
 	}
 	if refused != "" {
-		b.m.Messages.WithLabelValues(typ, "invalid").Inc()
+		b.counted(device, typ, env, "invalid")
 		return b.parkBad(device, topic, payload, refused)
 	}
 	rec, found, err := b.o.Store.Get(device, env.ID)
@@ -342,7 +346,7 @@ func (b *Bridge) data(ctx context.Context, device, name, topic string, payload [
 		// transport ack): the graph is not asked again; the answer and the
 		// ack are re-sent in case they were lost (once per batch: on its
 		// last part).
-		b.m.Messages.WithLabelValues(typ, "duplicate").Inc()
+		b.counted(device, typ, env, "duplicate")
 		if batch.Part != nil && batch.Part.Index != batch.Part.Of {
 			return nil
 		}
@@ -362,7 +366,7 @@ func (b *Bridge) data(ctx context.Context, device, name, topic string, payload [
 				return err
 			}
 			if found {
-				b.m.Messages.WithLabelValues(typ, "duplicate").Inc()
+				b.counted(device, typ, env, "duplicate")
 				b.log.Warn("same store_id and seq as a message handed over before, under a new id; not run again",
 					"device", device, "id", env.ID, "first_id", orig, "store_id", env.StoreID, "seq", env.Seq)
 				if batch.Part != nil && batch.Part.Index != batch.Part.Of {
@@ -381,7 +385,7 @@ func (b *Bridge) data(ctx context.Context, device, name, topic string, payload [
 		// store: the device never produces that (it re-sends under the
 		// original id), so it is refused rather than run out of order.
 		b.m.BadInput.WithLabelValues("seq_regression").Inc()
-		b.m.Messages.WithLabelValues(typ, "invalid").Inc()
+		b.counted(device, typ, env, "invalid")
 		return b.parkRefused(ctx, device, topic, &env, payload,
 			fmt.Sprintf("seq_regression: seq %d under a new id, below %d of store %s", env.Seq, ds.StoreSeq, env.StoreID))
 	}
@@ -440,13 +444,21 @@ func (b *Bridge) data(ctx context.Context, device, name, topic string, payload [
 	b.m.Stage.WithLabelValues("commit").Observe(time.Since(t0).Seconds())
 	if dl != nil {
 		b.m.Parked.Inc()
-		b.m.Messages.WithLabelValues(typ, "parked").Inc()
+		b.counted(device, typ, env, "parked")
 		b.log.Error("message parked as a dead letter; the device's later messages go on", "device", device,
 			"id", env.ID, "seq", env.Seq, "attempts", attempts, "reason", excerptString(dl.Reason))
 	} else {
-		b.m.Messages.WithLabelValues(typ, "run").Inc()
+		b.counted(device, typ, env, "run")
 	}
 	return b.finish(ctx, device, env, rec)
+}
+
+// counted counts what became of a device message and logs it at debug
+// level: which device and message, never its content (the inspector's
+// words stay out of the bridge's logs).
+func (b *Bridge) counted(device, kind string, env protocol.Envelope, outcome string) {
+	b.m.Messages.WithLabelValues(kind, outcome).Inc()
+	b.log.Debug("device message", "device", device, "id", env.ID, "seq", env.Seq, "kind", kind, "outcome", outcome)
 }
 
 // finish publishes the reply (if any), then the ack that lets the device

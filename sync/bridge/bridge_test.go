@@ -1,6 +1,7 @@
 package bridge_test
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +12,7 @@ import (
 	"github.com/agora/agorad/sync/agui/aguitest"
 	"github.com/agora/agorad/sync/bridge"
 	"github.com/agora/agorad/sync/brokertest"
+	"github.com/agora/agorad/sync/protocol"
 )
 
 // The device's real uplink → mosquitto → bridge → agent → reply and ack.
@@ -121,6 +123,17 @@ func TestDuplicateIsNotRunAgain(t *testing.T) {
 	}
 	if v := testutil.ToFloat64(h.m.Messages.WithLabelValues("utterance", "duplicate")); v != 1 {
 		t.Errorf("duplicates metric %v", v)
+	}
+	// One debug line per message with what became of it, without its words.
+	logs := h.log.String()
+	for _, outcome := range []string{"run", "duplicate"} {
+		want := fmt.Sprintf("device=d1 id=%s seq=1 kind=utterance outcome=%s", id, outcome)
+		if !strings.Contains(logs, want) {
+			t.Errorf("log lacks %q:\n%s", want, logs)
+		}
+	}
+	if strings.Contains(logs, "hello") {
+		t.Errorf("the log carries the message's text:\n%s", logs)
 	}
 	// A restart keeps the record: the same message is still a duplicate.
 	h.stop()
@@ -374,5 +387,17 @@ func TestStatusKeepsOnlineAndMode(t *testing.T) {
 	})
 	if testutil.ToFloat64(h.m.Online.WithLabelValues("hs-1")) != 0 {
 		t.Error("online gauge after goodbye")
+	}
+	// A last will says only "offline": the mode stays the last known.
+	stored := h.m.Messages.WithLabelValues("status", "stored")
+	before := testutil.ToFloat64(stored)
+	_, will, err := protocol.RenderWill("hs-1", "will-1", "", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	publish(t, publisher(t, broker.URL()), "agora/v1/hs-1/status", will)
+	waitFor(t, 10*time.Second, "the will stored", func() bool { return testutil.ToFloat64(stored) > before })
+	if ds, _ := h.store.Device("hs-1"); ds.Mode != "feedback" || ds.Online {
+		t.Errorf("after the last will: mode %q online %v, want feedback (the last known), offline", ds.Mode, ds.Online)
 	}
 }

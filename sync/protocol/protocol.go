@@ -292,6 +292,26 @@ type StatusMessage struct {
 	UpdatedAt string `json:"updated_at"`
 }
 
+// RenderWill builds the last will: a status that says only that the device
+// went offline. The will is registered at connect and sent by the broker
+// perhaps hours later, so the mode and counts of the connect would be stale;
+// it carries none (a reader keeps the ones of the last live status).
+func RenderWill(deviceID, id, storeID string, at time.Time) (topic string, payload []byte, err error) {
+	if err := ValidateDeviceID(deviceID); err != nil {
+		return "", nil, fmt.Errorf("render last will: %w", err)
+	}
+	ts := FormatTime(at)
+	payload, err = json.Marshal(struct {
+		Envelope
+		Online    bool   `json:"online"`
+		UpdatedAt string `json:"updated_at"`
+	}{Envelope{V: Version, Type: TypeStatus, ID: id, DeviceID: deviceID, StoreID: storeID, CreatedAt: ts, Offline: true}, false, ts})
+	if err != nil {
+		return "", nil, fmt.Errorf("render last will: %w", err)
+	}
+	return Topic(deviceID, TopicStatus), payload, nil
+}
+
 // RenderStatus builds the status topic and payload. id is the message id
 // (callers use a fresh UUIDv7).
 func RenderStatus(deviceID, id string, s Status) (topic string, payload []byte, err error) {

@@ -14,6 +14,12 @@ import (
 // session publishes status and drains the outbox until the connection is
 // lost or ctx ends.
 func (c *Client) session(ctx context.Context, cli paho.Client, lost <-chan error) error {
+	// A status asked for while offline is the one published now: serving
+	// the request after it would publish the same status twice.
+	select {
+	case <-c.statusReq:
+	default:
+	}
 	if err := c.publishStatus(ctx, cli, lost); err != nil {
 		return err
 	}

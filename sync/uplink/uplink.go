@@ -437,11 +437,25 @@ func (c *Client) status(online bool) (string, []byte, error) {
 	return protocol.RenderStatus(c.opts.DeviceID, id.String(), s)
 }
 
+// will is the last will: offline, without the counts of this moment.
+func (c *Client) will() ([]byte, error) {
+	var storeID string
+	if c.opts.Status != nil {
+		storeID = c.opts.Status().StoreID
+	}
+	id, err := uuid.NewV7()
+	if err != nil {
+		return nil, fmt.Errorf("last will id: %w", err)
+	}
+	_, payload, err := protocol.RenderWill(c.opts.DeviceID, id.String(), storeID, time.Now())
+	return payload, err
+}
+
 // connect opens one paho connection (a fresh client each time: paho's own
 // retry is off, the outbox is the only resend queue) and subscribes to
 // commands.
 func (c *Client) connect(ctx context.Context) (paho.Client, <-chan error, error) {
-	_, will, err := c.status(false)
+	will, err := c.will()
 	if err != nil {
 		return nil, nil, err
 	}

@@ -50,7 +50,9 @@ func (sp *speech) source(ctx context.Context, kind inputKind) (audio.Source, err
 	}
 	a, err := audio.OpenCapture(ctx, audio.CaptureOptions{Device: src, Logger: sp.log.With("component", "capture")})
 	if err != nil {
-		return nil, fmt.Errorf("microphone: %w", err)
+		// Often a machine without a sound card (a server, a container):
+		// say how to run without one.
+		return nil, fmt.Errorf("microphone %q: %w; without a microphone run with input none (--input none, make run INPUT=none: typed notes through agoractl) or a WAV file (--input FILE.wav, make run INPUT=FILE.wav)", src, err)
 	}
 	return a, nil
 }

@@ -100,6 +100,7 @@ func newDaemon(o Options) (*Daemon, error) {
 	// The uplink and the router in core are filled in below, before
 	// anything runs.
 	d.status = &status{core: d.core, version: o.Version, started: time.Now()}
+	d.status.reported.Store(-1)
 	d.speech = &speech{core: d.core, refusals: d.status, openSource: o.OpenSource, whisper: o.Transcriber,
 		pttEdge: make(chan bool, 16), jobs: make(chan job, 64)}
 	d.status.speech = d.speech
@@ -196,6 +197,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	svc.Go(func() error { return d.up.Run(svcCtx) })
 	svc.Go(func() error { d.status.watchOnline(svcCtx); return nil })
 	svc.Go(func() error { d.status.refreshGauges(svcCtx); return nil })
+	svc.Go(func() error { d.status.watchBuffer(svcCtx); return nil })
 	svc.Go(func() error { d.cmds.reloadLoop(svcCtx); return nil })
 	svc.Go(func() error { return d.replies.Run(svcCtx) })
 	svc.Go(func() error {

@@ -90,3 +90,28 @@ func TestReadyMeansMicrophoneOpen(t *testing.T) {
 		}
 	})
 }
+
+// A microphone that does not open on the real PortAudio (no such device, as
+// on a machine without a sound card): the daemon stops with an error that
+// says how to run without one.
+func TestMicrophoneFailureSuggestsInputNoneOrWAV(t *testing.T) {
+	cfg := testConfig(t, "tcp://127.0.0.1:1")
+	cfg.Input.Source = "agora-no-such-sound-card"
+	o := testOptions(cfg)
+	o.Transcriber = &recordingTranscriber{}
+	_, run := startDaemon(t, o)
+	select {
+	case <-run.Done():
+	case <-time.After(15 * time.Second):
+		t.Fatal("daemon still running without its microphone")
+	}
+	err := run.Err()
+	if err == nil {
+		t.Fatal("daemon ran without its microphone")
+	}
+	for _, want := range []string{"agora-no-such-sound-card", "--input none", "INPUT=none", "INPUT=FILE.wav"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("run error %q lacks %q", err, want)
+		}
+	}
+}

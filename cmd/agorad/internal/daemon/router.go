@@ -91,10 +91,12 @@ func (r *Router) SetMode(ctx context.Context, mode buffer.Mode) (Outcome, error)
 	defer r.mu.Unlock()
 	out := Outcome{ModeBefore: r.mode}
 	var err error
+	// A set mode that is already the mode changes nothing the inspector
+	// should hear: no earcon (a spoken wake phrase is still acknowledged).
 	if mode == buffer.ModeFeedback {
-		err = r.toFeedback(&out)
+		err = r.toFeedback(&out, mode != r.mode)
 	} else {
-		err = r.toListen()
+		err = r.toListen(mode != r.mode)
 	}
 	out.ModeAfter = r.mode
 	return out, err
@@ -136,9 +138,9 @@ func (r *Router) Handle(ctx context.Context, h Heard) (out Outcome, err error) {
 			return out, err
 		}
 		if m.Action == wake.Feedback {
-			err = r.toFeedback(&out)
+			err = r.toFeedback(&out, true)
 		} else {
-			err = r.toListen()
+			err = r.toListen(true)
 		}
 		if err != nil {
 			return out, err
@@ -209,7 +211,9 @@ func (r *Router) deliver(h Heard, text string, out *Outcome, keepJournal bool) (
 	return released, nil
 }
 
-func (r *Router) toFeedback(out *Outcome) error {
+// toFeedback flushes the listen buffer and switches to feedback mode; the
+// earcon plays if announce.
+func (r *Router) toFeedback(out *Outcome, announce bool) error {
 	// Flush before persisting the mode: a crash in between leaves listen
 	// mode with an empty buffer and the batch queued; unless words before
 	// the wake word already released it, the utterance's journaled audio
@@ -225,11 +229,14 @@ func (r *Router) toFeedback(out *Outcome) error {
 		r.mode = buffer.ModeFeedback
 		r.changed()
 	}
-	r.play("feedback_on")
+	if announce {
+		r.play("feedback_on")
+	}
 	return nil
 }
 
-func (r *Router) toListen() error {
+// toListen switches to listen mode; the earcon plays if announce.
+func (r *Router) toListen(announce bool) error {
 	if r.mode != buffer.ModeListen {
 		if err := r.store.SetMode(buffer.ModeListen); err != nil {
 			return fmt.Errorf("persist listen mode: %w", err)
@@ -237,7 +244,9 @@ func (r *Router) toListen() error {
 		r.mode = buffer.ModeListen
 		r.changed()
 	}
-	r.play("listen_on")
+	if announce {
+		r.play("listen_on")
+	}
 	return nil
 }
 

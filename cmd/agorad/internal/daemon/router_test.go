@@ -364,3 +364,44 @@ func TestWireModesMatchCore(t *testing.T) {
 		}
 	}
 }
+
+// Setting the mode the device is already in (agoractl mode, the backend's
+// set_mode, a reload) is silent: no earcon, no mode-change event.
+func TestRouterSetModeUnchangedIsSilent(t *testing.T) {
+	st := openStore(t, t.TempDir())
+	defer st.Close()
+	snd := &recordingSounder{}
+	rules, err := wake.New(wake.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var events []buffer.Mode
+	r, err := NewRouter(RouterOptions{Store: st, Rules: rules, Sounds: snd, Online: func() bool { return false },
+		DefaultMode: buffer.ModeListen, OnMode: func(m buffer.Mode) { events = append(events, m) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	steps := []struct {
+		mode       buffer.Mode
+		wantSounds []string
+		wantEvents []buffer.Mode
+	}{
+		{buffer.ModeListen, nil, nil},
+		{buffer.ModeFeedback, []string{"feedback_on"}, []buffer.Mode{buffer.ModeFeedback}},
+		{buffer.ModeFeedback, nil, nil},
+		{buffer.ModeListen, []string{"listen_on"}, []buffer.Mode{buffer.ModeListen}},
+		{buffer.ModeListen, nil, nil},
+	}
+	for i, s := range steps {
+		events = nil
+		if _, err := r.SetMode(context.Background(), s.mode); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		if got := snd.take(); !slices.Equal(got, s.wantSounds) {
+			t.Errorf("step %d set %s: sounds %q, want %q", i, s.mode, got, s.wantSounds)
+		}
+		if !slices.Equal(events, s.wantEvents) {
+			t.Errorf("step %d set %s: mode events %q, want %q", i, s.mode, events, s.wantEvents)
+		}
+	}
+}

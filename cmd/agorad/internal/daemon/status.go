@@ -22,7 +22,8 @@ type status struct {
 	started time.Time
 	speech  *speech
 
-	refused atomic.Uint64 // writes refused for a full disk (caps: Stats.Refused)
+	refused  atomic.Uint64 // writes refused for a full disk (caps: Stats.Refused)
+	reported atomic.Int64  // the listen buffer size the last rendered status said (-1: none yet)
 	// offlineSince is when the link went down (unix ns); 0 while online or
 	// before the first connect (then: since started).
 	offlineSince atomic.Int64
@@ -121,6 +122,7 @@ func (rep *status) health() metrics.Health {
 
 func (rep *status) protocol() protocol.Status {
 	n, _ := rep.store.ListenCount()
+	rep.reported.Store(int64(n))
 	return protocol.Status{Mode: string(rep.router.Mode()), Buffered: n, Version: rep.version, Model: rep.speech.model,
 		StoreID: rep.store.StoreID(), UpdatedAt: time.Now()}
 }
