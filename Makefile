@@ -94,8 +94,8 @@ test: deps shim vet refgraph-test
 	@echo "$(GO) test -count=1 -timeout 40m -v $(PKGS) (full output: build/test.log)"
 	@bash -o pipefail -c '$(GO) test -count=1 -timeout 40m -v $(PKGS) 2>&1 | tee build/test.log | grep -E "^(ok|FAIL|panic:)|^ *--- FAIL"'; rc=$$?; \
 	  if [ $$rc != 0 ]; then echo "== failures (from build/test.log):"; grep -B40 -E '^ *--- FAIL' build/test.log | tail -300; fi; \
-	  n=$$(grep -cE '^ *--- SKIP' build/test.log || true); echo "== $$n tests skipped (name, then the reason):"; \
-	  grep -A1 -E '^ *--- SKIP' build/test.log | grep -v '^--$$' || true; \
+	  n=$$(grep -cE '^ *--- SKIP' build/test.log || true); echo "== $$n tests skipped (the reason, then the name):"; \
+	  grep -B1 -E '^ *--- SKIP' build/test.log | grep -v '^--$$' || true; \
 	  echo "== $$(grep -cE '^ *--- PASS' build/test.log || true) passed, $$(grep -cE '^ *--- FAIL' build/test.log || true) failed, $$n skipped (go test -v, subtests included)"; \
 	  exit $$rc
 	$(MAKE) fuzz

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"io"
 	"math"
-	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -19,29 +17,11 @@ import (
 // jfk returns the whisper binding's sample clip (16 kHz mono, 11 s).
 func jfk(t *testing.T) []float32 {
 	t.Helper()
-	matches, _ := filepath.Glob(filepath.Join(goModCache(t), "github.com/ggerganov/whisper.cpp/bindings/go@*/samples/jfk.wav"))
-	if len(matches) == 0 {
-		t.Fatal("jfk.wav not found in the module cache (go mod download github.com/ggerganov/whisper.cpp/bindings/go)")
-	}
-	s, err := audio.ReadFile(matches[0])
+	s, err := audio.ReadFile(testaudio.JFKPath(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	return s
-}
-
-func goModCache(t *testing.T) string {
-	if d := os.Getenv("GOMODCACHE"); d != "" {
-		return d
-	}
-	if d := os.Getenv("GOPATH"); d != "" {
-		return filepath.Join(strings.Split(d, string(os.PathListSeparator))[0], "pkg", "mod")
-	}
-	home, err := os.UserHomeDir()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return filepath.Join(home, "go", "pkg", "mod")
 }
 
 // captureN reads n samples from the default capture device.

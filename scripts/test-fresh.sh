@@ -63,7 +63,10 @@ import sys, math, struct
 with open(sys.argv[1], "wb") as f:
     f.write(b"".join(struct.pack("<hh", int(300*math.sin(i/16000*2*math.pi*220)), 0) for i in range(16000*60)))
 PY
-cat >"$ROOT/etc/asound.conf" <<'ASND'
+# Only for the make run step (as ~/.asoundrc, removed afterwards): the
+# tests build their own ALSA devices, and a system-wide default would
+# replace them.
+cat >"$ROOT/usr/share/fresh/asoundrc" <<'ASND'
 pcm.filein { type file; slave.pcm "null"; file "/dev/null"; infile "/usr/share/fresh/mic.raw"; format "raw" }
 pcm.!default { type plug; slave { pcm "filein"; format S16_LE; rate 16000; channels 2 } }
 ASND
@@ -99,7 +102,7 @@ for s in $STEPS; do
       log "PASS installer simulation: $(grep -c '^Inst ' "$LOG") packages to install, 0 removed" ;;
     run)
       # make run in the background until it says it is listening (or gives up).
-      step "make run" 'make run >/tmp/run.log 2>&1 & pid=$!
+      step "make run" 'cp /usr/share/fresh/asoundrc ~/.asoundrc; trap "rm -f ~/.asoundrc" EXIT; make run >/tmp/run.log 2>&1 & pid=$!
         for i in $(seq 1800); do grep -q "listening" /tmp/run.log && break; kill -0 $pid 2>/dev/null || break; sleep 1; done
         cat /tmp/run.log; grep -q "listening" /tmp/run.log || { echo "make run never said listening"; exit 1; }
         pkill -TERM -f "agorad run" || true; wait $pid || true' || die "make run did not reach listening (see $LOG)"

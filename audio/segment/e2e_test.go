@@ -35,7 +35,7 @@ func TestEndToEndVirtualMic(t *testing.T) {
 	if testing.Short() {
 		t.Skip("PortAudio, Silero and whisper end to end: slow")
 	}
-	jfk, err := audio.ReadFile(jfkPath(t))
+	jfk, err := audio.ReadFile(testaudio.JFKPath(t))
 	if err != nil {
 		t.Fatal(err)
 	}

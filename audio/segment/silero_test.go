@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
@@ -221,7 +220,7 @@ func TestSileroJFK(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real Silero VAD: slow")
 	}
-	s, err := audio.ReadFile(jfkPath(t))
+	s, err := audio.ReadFile(testaudio.JFKPath(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -327,18 +326,6 @@ func dbfs(x []float32) float64 {
 	return 10 * math.Log10(e/float64(len(x))+1e-20)
 }
 
-// jfkPath finds samples/jfk.wav in the whisper.cpp Go binding module.
-func jfkPath(tb testing.TB) string {
-	tb.Helper()
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/ggerganov/whisper.cpp/bindings/go")
-	cmd.Dir = testaudio.RepoRoot()
-	out, err := cmd.Output()
-	if err != nil {
-		tb.Fatalf("locate whisper.cpp Go binding module: %v", err)
-	}
-	return filepath.Join(strings.TrimSpace(string(out)), "samples", "jfk.wav")
-}
-
 // BenchmarkSilence60s: CPU to segment a minute of silence (the gate keeps
 // the VAD out).
 func BenchmarkSilence60s(b *testing.B) {
@@ -347,7 +334,7 @@ func BenchmarkSilence60s(b *testing.B) {
 
 // BenchmarkJFK: CPU to segment 11 s of speech.
 func BenchmarkJFK(b *testing.B) {
-	s, err := audio.ReadFile(jfkPath(b))
+	s, err := audio.ReadFile(testaudio.JFKPath(b))
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -17,18 +17,6 @@ import (
 
 const sileroModel = "for-tests-silero-v6.2.0-ggml.bin"
 
-// jfkPath finds samples/jfk.wav in the whisper.cpp Go binding module.
-func jfkPath(t *testing.T) string {
-	t.Helper()
-	cmd := exec.Command("go", "list", "-m", "-f", "{{.Dir}}", "github.com/ggerganov/whisper.cpp/bindings/go")
-	cmd.Dir = testaudio.RepoRoot()
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("locate whisper.cpp Go binding module: %v", err)
-	}
-	return filepath.Join(strings.TrimSpace(string(out)), "samples", "jfk.wav")
-}
-
 // readWAV decodes any audio file to 16 kHz mono float32 with sox, so these
 // tests do not depend on the audio package's decoder.
 func readWAV(t *testing.T, path string) []float32 {
@@ -103,7 +91,7 @@ func TestWindowSize(t *testing.T) {
 // and appended digital silence scores low.
 func TestJFK(t *testing.T) {
 	d := openSilero(t)
-	s := readWAV(t, jfkPath(t))
+	s := readWAV(t, testaudio.JFKPath(t))
 	s = append(s, make([]float32, 2*16000)...)
 	n := len(s) / 512 * 512
 	p, err := d.Probs(s[:n])
@@ -148,7 +136,7 @@ func TestJFK(t *testing.T) {
 // and Reset restores the initial state.
 func TestStreamingMatchesBlock(t *testing.T) {
 	d := openSilero(t)
-	s := readWAV(t, jfkPath(t))
+	s := readWAV(t, testaudio.JFKPath(t))
 	n := len(s) / 512 * 512
 	block, err := d.Probs(s[:n])
 	if err != nil {
