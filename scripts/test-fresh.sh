@@ -77,8 +77,11 @@ cp -a "$SHARED" "$ROOT/work/shared"
 
 LOG=$DIR/$SUITE.log
 : >"$LOG"
+# /tmp on disk, as on a machine: nspawn's default /tmp is a RAM tmpfs of a
+# fraction of memory, and the tests' Badger stores filled it (SIGBUS).
+mkdir -p "$DIR/tmp-$SUITE"; rm -rf "${DIR:?}/tmp-$SUITE"/*; chmod 1777 "$DIR/tmp-$SUITE"
 inroot() { # inroot CMD: one shell command in the root, as root, PATH as a login shell has it plus Go
-  systemd-nspawn -q -D "$ROOT" --register=no --keep-unit --bind-ro="$GOROOT_HOST:/usr/local/go" \
+  systemd-nspawn -q -D "$ROOT" --register=no --keep-unit --bind-ro="$GOROOT_HOST:/usr/local/go" --bind="$DIR/tmp-$SUITE:/tmp" \
     --setenv=PATH=/usr/local/go/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
     --setenv=HOME=/root --setenv=CI="${CI:-}" --chdir=/work/agorad \
     --setenv=PIP_CERT=/etc/ssl/certs/ca-certificates.crt --setenv=SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt \
