@@ -181,15 +181,22 @@ type device struct {
 
 func newDevice(t *testing.T, id, brokerURL string, batchAck bool) *device {
 	t.Helper()
+	return startDevice(t, uplink.Options{DeviceID: id, BrokerURL: brokerURL, BatchAckRequired: batchAck, AckTimeout: 30 * time.Second,
+		Status: func() protocol.Status { return protocol.Status{Mode: "feedback", Version: "test"} }})
+}
+
+// startDevice runs a device (a real store and uplink) with opts plus the
+// tests' fast backoff and a silent logger, stopped at cleanup.
+func startDevice(t *testing.T, opts uplink.Options) *device {
+	t.Helper()
 	st, err := buffer.Open(t.TempDir(), buffer.Options{Sync: buffer.SyncNone, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	up, err := uplink.New(uplink.Options{DeviceID: id, BrokerURL: brokerURL, BackoffMin: 20 * time.Millisecond,
-		BackoffMax: 500 * time.Millisecond, KeepAlive: 5 * time.Second, BatchAckRequired: batchAck, AckTimeout: 30 * time.Second,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Status: func() protocol.Status { return protocol.Status{Mode: "feedback", Version: "test"} }}, st, nil)
+	opts.BackoffMin, opts.BackoffMax, opts.KeepAlive = 20*time.Millisecond, 500*time.Millisecond, 5*time.Second
+	opts.Logger = slog.New(slog.NewTextHandler(io.Discard, nil))
+	up, err := uplink.New(opts, st, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +206,7 @@ func newDevice(t *testing.T, id, brokerURL string, batchAck bool) *device {
 	var once sync.Once
 	stop := func() { once.Do(func() { cancel(); <-done }) }
 	t.Cleanup(stop)
-	return &device{id: id, store: st, up: up, stop: stop}
+	return &device{id: opts.DeviceID, store: st, up: up, stop: stop}
 }
 
 func (d *device) say(t *testing.T, text string) buffer.Entry {

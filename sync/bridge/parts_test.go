@@ -4,12 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -45,25 +42,8 @@ func noteText(i int) string {
 // deviceWith is newDevice with the delivery mode chosen.
 func deviceWith(t *testing.T, id, brokerURL, delivery string) *device {
 	t.Helper()
-	st, err := buffer.Open(t.TempDir(), buffer.Options{Sync: buffer.SyncNone, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { st.Close() })
-	up, err := uplink.New(uplink.Options{DeviceID: id, BrokerURL: brokerURL, BackoffMin: 20 * time.Millisecond,
-		BackoffMax: 500 * time.Millisecond, KeepAlive: 5 * time.Second, Delivery: delivery, AckTimeout: 60 * time.Second,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Status: func() protocol.Status { return protocol.Status{Mode: "listen", Version: "test"} }}, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = up.Run(ctx) }()
-	var once sync.Once
-	stop := func() { once.Do(func() { cancel(); <-done }) }
-	t.Cleanup(stop)
-	return &device{id: id, store: st, up: up, stop: stop}
+	return startDevice(t, uplink.Options{DeviceID: id, BrokerURL: brokerURL, Delivery: delivery, AckTimeout: 60 * time.Second,
+		Status: func() protocol.Status { return protocol.Status{Mode: "listen", Version: "test"} }})
 }
 
 // A listen buffer far larger than one message reaches the graph as one
