@@ -108,7 +108,7 @@ for s in $STEPS; do
       step "make run" 'cp /usr/share/fresh/asoundrc ~/.asoundrc; trap "rm -f ~/.asoundrc" EXIT; make run >/tmp/run.log 2>&1 & pid=$!
         for i in $(seq 1800); do grep -q "listening" /tmp/run.log && break; kill -0 $pid 2>/dev/null || break; sleep 1; done
         cat /tmp/run.log; grep -q "listening" /tmp/run.log || { echo "make run never said listening"; exit 1; }
-        pkill -TERM -f "agorad run" || true; wait $pid || true' || die "make run did not reach listening (see $LOG)"
+        pkill -TERM -f "[a]gorad run" || true; wait $pid || true' || die "make run did not reach listening (see $LOG)"
       log "PASS make run reached listening" ;;
     test)
       step "make test" 'make test' || die "make test failed (see $LOG)"
