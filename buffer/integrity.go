@@ -35,6 +35,9 @@ func (s *Store) openChecked() error {
 		return s.refuseRollback(fmt.Sprintf("the store directory is empty, but store %s had reached seq %d (recorded in %s): "+
 			"the store was deleted or replaced", ident.ID, ident.Seq, ident.path))
 	}
+	if files, err = dropEmptyLogs(s.dir, files, s.log); err != nil {
+		return fmt.Errorf("open store in %s: %w", s.dir, err)
+	}
 	if err := protectLastVlog(s.dir, files); err != nil {
 		return fmt.Errorf("open store in %s: %w", s.dir, err)
 	}

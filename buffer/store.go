@@ -326,6 +326,14 @@ func (s *Store) openDB() error {
 	if err := s.checkSpace(-1); err != nil {
 		return fmt.Errorf("open store: %w", err)
 	}
+	// A write that failed for lack of space can leave an empty file too.
+	files, err := listStoreFiles(s.dir)
+	if err == nil {
+		_, err = dropEmptyLogs(s.dir, files, s.log)
+	}
+	if err != nil {
+		return fmt.Errorf("open store in %s: %w", s.dir, err)
+	}
 	db, err := openBadger(s.badgerOptions())
 	if err != nil {
 		return fmt.Errorf("open store in %s: %w", s.dir, s.classify(err))
