@@ -36,6 +36,11 @@
 //     "Oké") belongs to the phrase: it is not handed over as a note.
 //   - The first wake phrase in the text decides; later ones stay in the
 //     remainder.
+//   - MatchHeard is for an utterance in which the keyword spotter
+//     (wake/kws) heard the name: whisper's own text decides when it has a
+//     wake phrase; otherwise the words whisper wrote where the name was
+//     said (by their times) are the name, and the rules above apply as if
+//     it were written there.
 //
 // Rules are immutable after New and safe for concurrent use.
 package wake

@@ -3,6 +3,7 @@ package wake
 import (
 	"errors"
 	"fmt"
+	"math"
 	"sort"
 	"strings"
 	"unicode"
@@ -33,6 +34,32 @@ type Config struct {
 	// are not one ("angora", "agorafobie"): a stretch of the transcript
 	// that spells one of them is never a wake word.
 	Reject []string `yaml:"reject"`
+	// Bias is how strongly whisper is pushed toward writing the one-word
+	// wake words (Hotwords), in logits added to their tokens while
+	// decoding: whisper writes the name where the audio makes it at most
+	// that much less likely than its own best guess. 0 turns it off.
+	Bias float64 `yaml:"bias"`
+}
+
+// DefaultBias is Config.Bias unless configured: the strength chosen on the
+// benchmark's near-misses (bench/wakebench; docs/wake.md has the table).
+const DefaultBias = 0.0
+
+// MaxBias bounds Config.Bias: past it whisper writes the name over any
+// speech at all.
+const MaxBias = 12.0
+
+// Hotwords are the wake words whisper is pushed toward: the one-word
+// entries of Words. A phrase ("hey agora") is not biased as a whole: its
+// first token is an everyday word.
+func (c Config) Hotwords() []string {
+	var out []string
+	for _, w := range c.Words {
+		if len(tokens(w)) == 1 {
+			out = append(out, strings.TrimSpace(w))
+		}
+	}
+	return out
 }
 
 // DefaultConfig is Dutch and English. Accented, doubled and h-spellings
@@ -54,6 +81,7 @@ func DefaultConfig() Config {
 			"angora", "agra", "ahora", "agoras", "agorae",
 			"agorafobie", "agorafobisch", "agoraphobia", "agoraphobic",
 		},
+		Bias: DefaultBias,
 	}
 }
 
@@ -76,6 +104,9 @@ func (c Config) Validate() error {
 			seen[key] = fmt.Sprintf("wake.%s[%d]", field, i)
 		}
 		return nil
+	}
+	if math.IsNaN(c.Bias) || c.Bias < 0 || c.Bias > MaxBias {
+		return fmt.Errorf("wake.bias: %v: want 0 (off) to %v", c.Bias, MaxBias)
 	}
 	if err := check("words", c.Words); err != nil {
 		return err
@@ -113,6 +144,7 @@ type Rules struct {
 	fuzzy       []string        // sound keys of the one-word wake words matched fuzzily
 	fuzzyListen []string        // sound keys of the one-word listen words, for a lone last word
 	reject      map[string]bool // sound keys of Config.Reject
+	name        string          // the first wake word, as configured: what MatchHeard writes for a spotted name
 }
 
 // Fuzzy matching limits. A sound key shorter than minFuzzy letters is
@@ -129,7 +161,7 @@ func New(cfg Config) (*Rules, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	r := &Rules{words: phrases(cfg.Words), listen: phrases(cfg.ListenWords), reject: map[string]bool{}}
+	r := &Rules{words: phrases(cfg.Words), listen: phrases(cfg.ListenWords), reject: map[string]bool{}, name: strings.TrimSpace(cfg.Words[0])}
 	for _, w := range cfg.Words {
 		if toks := tokens(w); len(toks) == 1 {
 			if k := soundKey(toks); len(k) >= minFuzzy {

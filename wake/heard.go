@@ -1,0 +1,76 @@
+package wake
+
+import (
+	"strings"
+	"time"
+)
+
+// Word is one word of a transcript and where the utterance says it (from
+// its start); Start and End are negative when not known.
+type Word struct {
+	Text       string
+	Start, End time.Duration
+}
+
+// Placing a spotted name among whisper's words. The spotter's end is that
+// of its best 80 ms window, typically 0.1 to 0.3 s after the name, while
+// whisper's word times (without alignment) run early and are rough: on the
+// wake benchmark the first word of the question started a median 0.5 s
+// before the spotter's end (a quarter of them 0.3 s or less, a tenth
+// after it; docs/wake.md).
+const (
+	spotLag     = 500 * time.Millisecond // the name's end on whisper's clock: the spotter's end minus this
+	spotSlack   = 100 * time.Millisecond // a word starting this much before that is still after the name
+	spotNameLen = 700 * time.Millisecond // a word ending this long before it is before the name
+)
+
+// MatchHeard is Match for an utterance in which the keyword spotter heard
+// the name, ending at nameEnd. Whisper's own text decides when it has the
+// wake phrase; otherwise the words whisper wrote where the name was said
+// ("I've got a", "$1") are the name: the words before stay notes, the words
+// after are the request, and listen words right after switch back, as if
+// whisper had written the name. Without word times the whole text is the
+// request. Where whisper wrote a rejected word (Config.Reject: "angora",
+// "agoraphobia") at the name's place, or anywhere when there are no times,
+// it heard the word that sounds like the name: no wake.
+func (r *Rules) MatchHeard(text string, words []Word, nameEnd time.Duration) Match {
+	if m := r.Match(text); m.Action != None {
+		return m
+	}
+	end := nameEnd - spotLag
+	var before, name, after []string
+	for _, w := range words {
+		switch {
+		case w.Start < 0 || w.End < 0:
+			if r.rejects(text) {
+				return Match{}
+			}
+			return r.Match(r.name + " " + text)
+		case w.Start >= end-spotSlack:
+			after = append(after, w.Text)
+		case w.End <= end-spotNameLen && len(name) == 0 && len(after) == 0:
+			before = append(before, w.Text)
+		default:
+			name = append(name, w.Text)
+		}
+	}
+	if r.rejects(strings.Join(name, " ")) {
+		return Match{}
+	}
+	// The composed text has the name where it was said, and no other (the
+	// transcript matched none): Match then handles greetings before it and
+	// listen words after it as for a written name.
+	m := r.Match(strings.TrimSpace(strings.Join(before, " ") + " " + r.name + " " + strings.Join(after, " ")))
+	m.Phrase = strings.Join(name, " ")
+	return m
+}
+
+// rejects reports whether text holds a rejected word or phrase.
+func (r *Rules) rejects(text string) bool {
+	for _, b := range r.blocked(tokens(text)) {
+		if b {
+			return true
+		}
+	}
+	return false
+}
