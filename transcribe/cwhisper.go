@@ -45,11 +45,62 @@ static bool agora_encoder_begin(struct whisper_context *ctx, struct whisper_stat
 	return true;
 }
 
+// A hotword bias (what faster-whisper calls hotwords): a spelling of a
+// hotword is a token sequence; its first token gets bias added to its logit
+// at every step, and once a proper prefix of a sequence has been emitted,
+// its next token gets cont. Greedy decoding then writes the hotword where
+// the audio makes it at most bias (in logits) less likely than whisper's own
+// best guess: the bias is a threshold on the name's log-odds against that
+// guess, at every position of the utterance.
+#define AGORA_BIAS_SEQS 8
+#define AGORA_BIAS_LEN 6
+struct agora_bias {
+	int nseq;
+	int eot;                         // first special token id: text tokens are below it
+	int start[AGORA_BIAS_SEQS];      // 1: only as the segment's first text token (no leading space)
+	int len[AGORA_BIAS_SEQS];
+	int seq[AGORA_BIAS_SEQS][AGORA_BIAS_LEN];
+	float bias;
+	float cont;
+};
+
+static void agora_bias_cb(struct whisper_context *ctx, struct whisper_state *state,
+		const whisper_token_data *tokens, int n_tokens, float *logits, void *ud) {
+	(void)ctx;
+	(void)state;
+	const struct agora_bias *b = ud;
+	int text = 0; // text tokens emitted so far in this segment
+	for (int i = 0; i < n_tokens; i++) {
+		text += tokens[i].id < b->eot;
+	}
+	for (int s = 0; s < b->nseq; s++) {
+		const int *q = b->seq[s];
+		int k = 0; // longest proper prefix of q the emitted tokens end with
+		for (int j = b->len[s] - 1; j >= 1 && k == 0; j--) {
+			if (j > n_tokens) {
+				continue;
+			}
+			int ok = 1;
+			for (int i = 0; i < j && ok; i++) {
+				ok = tokens[n_tokens - j + i].id == q[i];
+			}
+			if (ok) {
+				k = j;
+			}
+		}
+		if (k > 0) {
+			logits[q[k]] += b->cont;
+		} else if (!b->start[s] || text == 0) {
+			logits[q[0]] += b->bias;
+		}
+	}
+}
+
 // Runs whisper_full with the binding's Go callbacks removed: the binding keeps
 // them in unsynchronised global maps, which two contexts running at once
 // would race on. Cancellation goes through abort_callback and a flag instead.
 static int agora_full(struct whisper_context *ctx, struct whisper_full_params *p,
-		const float *samples, int n, int quiet_from, int *abort_flag, int *passes, int *skipped) {
+		const float *samples, int n, int quiet_from, int *abort_flag, struct agora_bias *bias, int *passes, int *skipped) {
 	struct agora_tail tail = { 0, 0, quiet_from };
 	struct whisper_full_params params = *p;
 	params.new_segment_callback = NULL;
@@ -60,6 +111,10 @@ static int agora_full(struct whisper_context *ctx, struct whisper_full_params *p
 	params.encoder_begin_callback_user_data = &tail;
 	params.abort_callback = agora_abort_cb;
 	params.abort_callback_user_data = abort_flag;
+	if (bias != NULL && bias->nseq > 0) {
+		params.logits_filter_callback = agora_bias_cb;
+		params.logits_filter_callback_user_data = bias;
+	}
 	int rc = whisper_full(ctx, params, samples, n);
 	*passes = tail.passes;
 	*skipped = tail.skipped;
@@ -147,12 +202,12 @@ type fullStats struct {
 // runFull runs whisper_full on ctx with params; samples must not be empty.
 // Audio from quietFrom on is the input's trailing quiet: whisper gets no
 // encoder pass that would start inside it.
-func runFull(ctx *whisper.Context, params *whisper.Params, samples []float32, quietFrom int, abort abortFlag) (fullStats, error) {
+func runFull(ctx *whisper.Context, params *whisper.Params, samples []float32, quietFrom int, abort abortFlag, b hotBias) (fullStats, error) {
 	var passes, skipped C.int
 	rc := C.agora_full(
 		(*C.struct_whisper_context)(unsafe.Pointer(ctx)),
 		(*C.struct_whisper_full_params)(unsafe.Pointer(params)),
-		(*C.float)(unsafe.Pointer(&samples[0])), C.int(len(samples)), C.int(quietFrom), abort.p, &passes, &skipped)
+		(*C.float)(unsafe.Pointer(&samples[0])), C.int(len(samples)), C.int(quietFrom), abort.p, b.p, &passes, &skipped)
 	st := fullStats{passes: int(passes), skipped: skipped != 0}
 	if rc != 0 {
 		return st, errWhisperFull
@@ -180,4 +235,46 @@ func detectLanguage(ctx *whisper.Context, samples []float32, threads int, langID
 // freePrompt releases the C string the binding's SetInitialPrompt allocated.
 func freePrompt(params *whisper.Params) {
 	C.agora_free_prompt((*C.struct_whisper_full_params)(unsafe.Pointer(params)))
+}
+
+// hotBias is a hotword bias in C memory (the logits callback runs on
+// whisper's thread); the zero value is no bias.
+type hotBias struct{ p *C.struct_agora_bias }
+
+// maxHotSeqs and maxHotLen bound the spellings a bias holds.
+const (
+	maxHotSeqs = C.AGORA_BIAS_SEQS
+	maxHotLen  = C.AGORA_BIAS_LEN
+)
+
+// newHotBias holds seqs (each 1..maxHotLen tokens, at most maxHotSeqs of
+// them; longer lists are cut) with the given first-token and continuation
+// biases. No sequences or a zero bias is no bias.
+func newHotBias(seqs []hotSeq, eot whisper.Token, bias, cont float64) hotBias {
+	if len(seqs) == 0 || bias == 0 {
+		return hotBias{}
+	}
+	p := (*C.struct_agora_bias)(C.calloc(1, C.size_t(unsafe.Sizeof(C.struct_agora_bias{}))))
+	for _, q := range seqs {
+		if int(p.nseq) == maxHotSeqs || len(q.tokens) == 0 || len(q.tokens) > maxHotLen {
+			continue
+		}
+		for i, t := range q.tokens {
+			p.seq[p.nseq][i] = C.int(t)
+		}
+		p.len[p.nseq] = C.int(len(q.tokens))
+		if q.startOnly {
+			p.start[p.nseq] = 1
+		}
+		p.nseq++
+	}
+	p.eot = C.int(eot)
+	p.bias, p.cont = C.float(bias), C.float(cont)
+	return hotBias{p: p}
+}
+
+func (b hotBias) free() {
+	if b.p != nil {
+		C.free(unsafe.Pointer(b.p))
+	}
 }

@@ -48,6 +48,8 @@ type piece struct {
 	text   strings.Builder
 	logSum float64
 	tokens int
+	offset int64  // where the utterance starts in the call's audio (cs)
+	words  []Word // with times from the utterance's start
 }
 
 func (p *piece) addSegment(s segment) {
@@ -60,6 +62,30 @@ func (p *piece) addTokens(toks []token) {
 		p.logSum += math.Log(max(t.p, 1e-9))
 		p.tokens++
 	}
+	for _, w := range words(toks) {
+		var text strings.Builder
+		for _, t := range w {
+			text.WriteString(t.text)
+		}
+		word := Word{Text: strings.TrimSpace(text.String()), Start: -1, End: -1}
+		if w[0].t0 >= 0 && w[len(w)-1].t1 >= 0 {
+			word.Start = time.Duration(w[0].t0-p.offset) * 10 * time.Millisecond
+			word.End = time.Duration(w[len(w)-1].t1-p.offset) * 10 * time.Millisecond
+		}
+		if word.Text != "" {
+			p.words = append(p.words, word)
+		}
+	}
+}
+
+// clampWords keeps word times inside the utterance: whisper stretches the
+// last word of a segment to the segment's end, past the utterance into the
+// packing gap or the padding.
+func clampWords(ws []Word, d time.Duration) []Word {
+	for i := range ws {
+		ws[i].Start, ws[i].End = min(ws[i].Start, d), min(ws[i].End, d)
+	}
+	return ws
 }
 
 // result is the piece's text and confidence (geometric mean of its tokens'
@@ -154,6 +180,9 @@ func split(segs []segment, spans []span) []piece {
 	}
 	if len(ws) == 0 {
 		return pieces
+	}
+	for k := range pieces {
+		pieces[k].offset = spans[k].from
 	}
 	for k, group := range snapToSentences(ws, regs) {
 		p := &pieces[k]
@@ -406,9 +435,10 @@ func (t *Transcriber) transcribePack(ctx context.Context, utts [][]float32, idx 
 		r := Result{Lang: name, AudioDuration: time.Duration(len(utts[i])) * time.Second / sampleRate,
 			ProcessingTime: took * time.Duration(len(utts[i])) / time.Duration(audio)}
 		r.Text, r.Confidence = pieces[k].result()
+		r.Words = clampWords(pieces[k].words, r.AudioDuration)
 		if why := guard(r.Text, r.Confidence, r.AudioDuration); why != "" {
 			t.log.Debug("transcript rejected", "text", r.Text, "reason", why)
-			r.Text, r.Rejected = "", why
+			r.Text, r.Rejected, r.Words = "", why, nil
 		}
 		results[i] = r
 	}

@@ -37,6 +37,7 @@ import (
 	"time"
 
 	"github.com/agora/agorad/audio/ggml"
+	"github.com/agora/agorad/wake"
 	"github.com/ggerganov/whisper.cpp/bindings/go"
 )
 
@@ -53,14 +54,19 @@ var AutoLanguages = []string{"en", "nl"}
 
 // Options configure a Transcriber.
 type Options struct {
-	ModelPath     string       // ggml whisper model file
-	Language      string       // "nl", "en" or "auto" ("" means "auto": detect among AutoLanguages)
-	InitialPrompt string       // text whisper sees as preceding the utterance; "" or "-" means none
-	Terms         []string     // domain terms appended to the prompt so whisper spells them as expected (config transcribe.contexts)
-	Threads       int          // whisper threads per call; 0 means all cores
-	Contexts      int          // whisper contexts (concurrent calls); 0 means 1, each holds its own copy of the model
-	SilenceRMS    float64      // below this RMS audio is not transcribed; 0 means DefaultSilenceRMS
-	Logger        *slog.Logger // nil means slog.Default()
+	ModelPath     string   // ggml whisper model file
+	Language      string   // "nl", "en" or "auto" ("" means "auto": detect among AutoLanguages)
+	InitialPrompt string   // text whisper sees as preceding the utterance; "" or "-" means none
+	Terms         []string // domain terms appended to the prompt so whisper spells them as expected (config transcribe.contexts)
+	Threads       int      // whisper threads per call; 0 means all cores
+	Contexts      int      // whisper contexts (concurrent calls); 0 means 1, each holds its own copy of the model
+	SilenceRMS    float64  // below this RMS audio is not transcribed; 0 means DefaultSilenceRMS
+	// Hotwords are words whisper is pushed toward (the wake word): their
+	// spellings' tokens get HotwordBias added to their logits while
+	// decoding (hotwords.go). No hotwords or a zero bias is plain decoding.
+	Hotwords    []string
+	HotwordBias float64
+	Logger      *slog.Logger // nil means slog.Default()
 }
 
 // Result is what one utterance became.
@@ -71,7 +77,15 @@ type Result struct {
 	AudioDuration  time.Duration
 	ProcessingTime time.Duration
 	Rejected       string // why the hallucination guard dropped the text, "" if kept
+	// Words are Text's words with whisper's token times (rough: a tenth of
+	// a second or two), from the utterance's start; nil when Rejected.
+	Words []Word
 }
+
+// Word is one word of a transcript and where it was heard; Start and End
+// are -1 when whisper gave no times. It is the wake package's word, which
+// places a name the keyword spotter heard among them.
+type Word = wake.Word
 
 // Transcriber runs whisper.cpp. It is safe for concurrent use: calls queue
 // for one of Options.Contexts whisper contexts, as one context is not thread-safe.
@@ -104,6 +118,7 @@ type wctx struct {
 	// passed to C points into, and wctx holds Go pointers.
 	params *whisper.Params
 	abort  abortFlag
+	bias   hotBias   // Options.Hotwords in this context's tokens; zero when none
 	thread *osThread // runs every whisper compute call on ctx (thread.go)
 }
 
@@ -195,6 +210,10 @@ func (t *Transcriber) newContext() (*wctx, error) {
 	p := ctx.Whisper_full_default_params(whisper.SAMPLING_GREEDY)
 	p.SetThreads(t.opts.Threads)
 	p.SetNoContext(true) // utterances are independent: no text carried between them
+	// Word times: where the name the keyword spotter heard ends, the
+	// question begins (wake.Rules.MatchHeard). whisper.cpp's heuristic
+	// timestamps, not DTW: no extra pass.
+	p.SetTokenTimestamps(true)
 	p.SetSingleSegment(false)
 	p.SetPrintProgress(false)
 	p.SetPrintRealtime(false)
@@ -220,7 +239,10 @@ func (t *Transcriber) newContext() (*wctx, error) {
 	if t.opts.InitialPrompt != "" {
 		p.SetInitialPrompt(t.opts.InitialPrompt)
 	}
-	return &wctx{ctx: ctx, params: &p, abort: newAbortFlag(), thread: startOSThread()}, nil
+	seqs := hotwordTokens(ctx, t.opts.Hotwords)
+	t.log.Debug("hotword bias", "hotwords", t.opts.Hotwords, "spellings", len(seqs), "bias", t.opts.HotwordBias)
+	bias := newHotBias(seqs, ctx.Whisper_token_eot(), t.opts.HotwordBias, hotwordCont*t.opts.HotwordBias)
+	return &wctx{ctx: ctx, params: &p, abort: newAbortFlag(), bias: bias, thread: startOSThread()}, nil
 }
 
 // Close waits for calls in flight, then frees the whisper contexts. Later
@@ -240,6 +262,7 @@ func (t *Transcriber) Close() error {
 			w.ctx.Whisper_free()
 			freePrompt(w.params)
 			w.abort.free()
+			w.bias.free()
 		}
 	})
 	return nil
@@ -305,10 +328,11 @@ func (t *Transcriber) Transcribe(ctx context.Context, samples []float32) (Result
 		p.addSegment(s)
 	}
 	res.Text, res.Confidence = p.result()
+	res.Words = clampWords(p.words, res.AudioDuration)
 	res.ProcessingTime = time.Since(start)
 	if why := guard(res.Text, res.Confidence, res.AudioDuration); why != "" {
 		t.log.Debug("transcript rejected", "text", res.Text, "reason", why)
-		res.Text, res.Rejected = "", why
+		res.Text, res.Rejected, res.Words = "", why, nil
 	}
 	return res, nil
 }
@@ -377,7 +401,7 @@ func (t *Transcriber) decode(ctx context.Context, w *wctx, params *whisper.Param
 	quiet := trailingQuiet(in, t.opts.SilenceRMS)
 	var st fullStats
 	var err error
-	w.thread.do(func() { st, err = runFull(w.ctx, params, in, quiet, w.abort) })
+	w.thread.do(func() { st, err = runFull(w.ctx, params, in, quiet, w.abort, w.bias) })
 	t.log.Debug("whisper call", "audio", time.Duration(len(in))*time.Second/sampleRate,
 		"encoder_passes", st.passes, "tail_skipped", st.skipped,
 		"quiet_from", time.Duration(quiet)*time.Second/sampleRate)

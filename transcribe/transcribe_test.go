@@ -462,6 +462,8 @@ func TestRealPacked(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		checkWords(t, c+" packed", got[i])
+		checkWords(t, c+" alone", alone)
 		e, n := wer.Errors(alone.Text, got[i].Text)
 		t.Logf("%s packed: %q (%.2f, %s); alone: %q (%s)", c, got[i].Text, got[i].Confidence, got[i].ProcessingTime, alone.Text, alone.ProcessingTime)
 		if e > n/10 || got[i].Lang != "en" || got[i].Confidence <= 0.5 {
@@ -514,5 +516,23 @@ func TestRealPackedLanguage(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// checkWords: a result's words are its text, each with times inside its
+// utterance (from its start, packed or not), in order.
+func checkWords(t *testing.T, what string, r Result) {
+	t.Helper()
+	var text []string
+	prev := time.Duration(0)
+	for _, w := range r.Words {
+		text = append(text, w.Text)
+		if w.Start < prev-200*time.Millisecond || w.End < w.Start || w.End > r.AudioDuration+300*time.Millisecond {
+			t.Errorf("%s: word %q at %s-%s (previous start %s, audio %s): out of place", what, w.Text, w.Start, w.End, prev, r.AudioDuration)
+		}
+		prev = w.Start
+	}
+	if !sameWords(strings.Join(text, " "), r.Text) || len(r.Words) == 0 {
+		t.Errorf("%s: words %q, text %q", what, text, r.Text)
 	}
 }

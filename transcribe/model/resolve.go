@@ -147,3 +147,16 @@ func catalogNames(kind string) []string {
 	sort.Strings(names)
 	return names
 }
+
+// Dirs is where models are looked for: the non-empty dirs given, then the
+// default places (as ResolveIn searches). For models kept in a directory of
+// their own, such as the keyword spotter's front end (wake/kws).
+func Dirs(dirs ...string) []string {
+	var out []string
+	for _, d := range dirs {
+		if d != "" {
+			out = append(out, d)
+		}
+	}
+	return append(out, defaultModelDirs()...)
+}
