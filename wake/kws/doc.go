@@ -1,0 +1,24 @@
+// Package kws hears the name "Agora" in the audio itself: a keyword
+// spotter beside the VAD, for the utterances whisper writes something else
+// for ("I've got a", "$1 is", "how to learn"; issue 21). Whisper's text
+// still decides wherever it has the name (wake.Rules.MatchHeard).
+//
+// The front end is openWakeWord's: its mel spectrogram and speech
+// embedding models (TensorFlow Lite, from the pinned PyPI wheel
+// pyopen-wakeword 1.1.0, with the TensorFlow Lite C library, unpacked by
+// make models into models/kws). The library is loaded at run time, so a
+// build or a device without it still runs. On top sits a small dense
+// network trained here on synthetic speech, espeak-ng and flite voices
+// (wake/kws/train; the built-in head is agora.json; docs/wake.md has what
+// it hears and misses).
+//
+// Invariants:
+//   - The embeddings are those of pyopen-wakeword's Python front end for
+//     the same audio (a test checks them against its output): 80 ms steps,
+//     each utterance scored from the same silent start state, so a score
+//     depends on the utterance alone, not on what was heard before.
+//   - A Hit's End is where its best window ends, from the utterance's
+//     start: the name ended at most a quarter second before it.
+//   - A Spotter is safe for concurrent use; calls take turns on one
+//     interpreter per model, one thread each.
+package kws

@@ -1,0 +1,168 @@
+package kws
+
+import (
+	"fmt"
+	"slices"
+)
+
+// The front end is openWakeWord's, as pyopen-wakeword 1.1.0 runs it
+// (OpenWakeWordFeatures): the same windows, steps and scaling, so a head
+// trained with that Python class scores the same numbers here.
+const (
+	sampleRate  = 16000
+	chunk       = 1280 // 80 ms: the step of the mel windows
+	melSamples  = 1760 // samples per mel model call
+	numMels     = 32   // mel bands
+	embFrames   = 76   // mel frames per embedding call (775 ms)
+	embStep     = 8    // mel frames between embeddings (80 ms)
+	embFeatures = 96   // floats per embedding
+	autofill    = 8 * sampleRate
+	// leadIn is the silence put before every utterance (the trainer's
+	// convention): the first embeddings then see quiet, not the start of
+	// a word cut off.
+	leadIn = sampleRate / 2
+)
+
+// frontEnd turns audio into embeddings, one per 80 ms. Each utterance is
+// scored from the same start state: 8 s of silence (the Python class's
+// autofill) and leadIn more, whose mel frames and embeddings are computed
+// once and reused.
+type frontEnd struct {
+	mel, emb *net
+	melOut   []float32 // one mel call's output
+	embIn    []float32
+	// zeroMel is the mel call's output on silence; zeroEmb the embedding
+	// of 76 such frames.
+	zeroMel       []float32
+	zeroEmb       map[int][]float32 // by the first frame's place in its mel call
+	framesPerCall int
+}
+
+func newFrontEnd(melPath, embPath string) (*frontEnd, error) {
+	mel, err := openNet(melPath, []int{1, melSamples})
+	if err != nil {
+		return nil, err
+	}
+	emb, err := openNet(embPath, []int{1, embFrames, numMels, 1})
+	if err != nil {
+		mel.close()
+		return nil, err
+	}
+	f := &frontEnd{mel: mel, emb: emb, melOut: make([]float32, mel.out), embIn: make([]float32, emb.in)}
+	if mel.out%numMels != 0 || emb.in != embFrames*numMels || emb.out != embFeatures {
+		f.close()
+		return nil, fmt.Errorf("feature models %s, %s: shapes %d→%d, %d→%d: not openWakeWord's front end", melPath, embPath, mel.in, mel.out, emb.in, emb.out)
+	}
+	f.framesPerCall = mel.out / numMels
+	if f.zeroMel, err = f.melFrames(make([]float32, melSamples)); err != nil {
+		f.close()
+		return nil, err
+	}
+	f.zeroEmb = map[int][]float32{}
+	return f, nil
+}
+
+// melFrames runs the mel model on one window (int16-scaled samples) and
+// returns its frames, scaled as the embedding model expects.
+func (f *frontEnd) melFrames(window []float32) ([]float32, error) {
+	if err := f.mel.run(window, f.melOut); err != nil {
+		return nil, fmt.Errorf("mel spectrogram: %w", err)
+	}
+	out := make([]float32, len(f.melOut))
+	for i, v := range f.melOut {
+		out[i] = v/10 + 2
+	}
+	return out, nil
+}
+
+func (f *frontEnd) embedding(frames []float32) ([]float32, error) {
+	copy(f.embIn, frames)
+	out := make([]float32, embFeatures)
+	if err := f.emb.run(f.embIn, out); err != nil {
+		return nil, fmt.Errorf("speech embedding: %w", err)
+	}
+	return out, nil
+}
+
+// embeddings returns the utterance's embeddings (samples in [-1, 1]), the
+// silent start state's included, and the index of the first one whose
+// window reaches into the utterance.
+func (f *frontEnd) embeddings(samples []float32) (embs [][]float32, first int, err error) {
+	// The stream as the Python class sees it: autofill silence, lead-in
+	// silence, the utterance; windows on a 1280-sample grid from its start.
+	pre := autofill + leadIn
+	total := pre + len(samples)
+	at := func(i int) float32 { // int16-scaled sample i of the stream
+		if i < pre {
+			return 0
+		}
+		return samples[i-pre] * 32768
+	}
+	var frames [][]float32 // mel frames
+	var silent []bool      // frames of a mel call on silence alone
+	window := make([]float32, melSamples)
+	for start := 0; start+melSamples <= total; start += chunk {
+		quiet := start+melSamples <= pre
+		for i := 0; quiet && i < f.framesPerCall; i++ {
+			frames = append(frames, f.zeroMel[i*numMels:(i+1)*numMels])
+			silent = append(silent, true)
+		}
+		if quiet {
+			continue
+		}
+		for i := range window {
+			window[i] = at(start + i)
+		}
+		out, err := f.melFrames(window)
+		if err != nil {
+			return nil, 0, err
+		}
+		for i := 0; i < f.framesPerCall; i++ {
+			frames = append(frames, out[i*numMels:(i+1)*numMels])
+			silent = append(silent, false)
+		}
+	}
+	first = -1
+	in := make([]float32, embFrames*numMels)
+	for start := 0; start+embFrames <= len(frames); start += embStep {
+		quiet := !slices.Contains(silent[start:start+embFrames], false)
+		if e, ok := f.zeroEmb[start%f.framesPerCall]; quiet && ok {
+			embs = append(embs, e)
+			continue
+		}
+		if !quiet && first < 0 {
+			first = len(embs)
+		}
+		for i, fr := range frames[start : start+embFrames] {
+			copy(in[i*numMels:], fr)
+		}
+		e, err := f.embedding(in)
+		if err != nil {
+			return nil, 0, err
+		}
+		if quiet {
+			f.zeroEmb[start%f.framesPerCall] = e
+		}
+		embs = append(embs, e)
+	}
+	if first < 0 {
+		first = len(embs)
+	}
+	return embs, first, nil
+}
+
+// embeddingEnd is where, in the utterance, embedding i's audio ends
+// (samples; negative while it is still in the silent start).
+func (f *frontEnd) embeddingEnd(i int) int {
+	lastFrame := i*embStep + embFrames - 1
+	call := lastFrame / f.framesPerCall
+	return call*chunk + melSamples - autofill - leadIn
+}
+
+func (f *frontEnd) close() {
+	for _, n := range []*net{f.mel, f.emb} {
+		if n != nil {
+			n.close()
+		}
+	}
+}

@@ -1,0 +1,60 @@
+package kws
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/agora/agorad/audio/testaudio"
+)
+
+// TestEmbeddingsMatchPython: the Go front end gives pyopen-wakeword's
+// embeddings (testdata/tone-embeddings.json, written by its Python
+// OpenWakeWordFeatures for the same tone after 0.5 s of silence), so a
+// head trained on either scores the same.
+func TestEmbeddingsMatchPython(t *testing.T) {
+	dir := testaudio.SpotterDir(t)
+	if err := loadTFLite(filepath.Join(dir, LibFile)); err != nil {
+		t.Fatal(err)
+	}
+	fe, err := newFrontEnd(filepath.Join(dir, MelFile), filepath.Join(dir, EmbeddingFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fe.close()
+	raw, err := os.ReadFile("testdata/tone-embeddings.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var want struct{ Embeddings [][]float32 }
+	if err := json.Unmarshal(raw, &want); err != nil {
+		t.Fatal(err)
+	}
+	// The tone, quantised to 16 bits as the Python side read it.
+	x := make([]float32, 24000)
+	for n := range x {
+		sec := float64(n) / sampleRate
+		v := 0.3*math.Sin(2*math.Pi*440*sec)*math.Min(1, float64(n)/4000) + 0.1*math.Sin(2*math.Pi*1234*sec) + 0.05*math.Sin(2*math.Pi*97*sec)
+		x[n] = float32(math.RoundToEven(v*32767)) / 32768
+	}
+	got, first, err := fe.embeddings(x)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(got) < len(want.Embeddings) || first <= 0 {
+		t.Fatalf("%d embeddings (first in the tone %d), want at least Python's %d", len(got), first, len(want.Embeddings))
+	}
+	got = got[len(got)-len(want.Embeddings):]
+	var worst float64
+	for i, w := range want.Embeddings {
+		for j, v := range w {
+			worst = max(worst, math.Abs(float64(got[i][j]-v)))
+		}
+	}
+	t.Logf("%d embeddings, largest difference from Python %.2g", len(got), worst)
+	if worst > 1e-3 {
+		t.Errorf("largest difference from Python's embeddings %.3g, want < 1e-3", worst)
+	}
+}

@@ -1,0 +1,108 @@
+package kws
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+)
+
+// headFormat names the JSON layout of a trained head (wake/kws/train).
+const headFormat = "agorad-kws-head/1"
+
+// Head is the trained classifier on top of the embeddings: a small dense
+// network from the last Windows embeddings (oldest first, flattened) to the
+// probability that the name has just been said.
+type Head struct {
+	Format    string  `json:"format"`
+	Name      string  `json:"name"`
+	Windows   int     `json:"windows"`
+	Features  int     `json:"features"`
+	Layers    []layer `json:"layers"`
+	Threshold float64 `json:"threshold"`
+	Trained   string  `json:"trained"`
+}
+
+type layer struct {
+	W   [][]float32 `json:"w"` // out rows of in weights
+	B   []float32   `json:"b"`
+	Act string      `json:"act"`
+}
+
+// LoadHead reads and checks a head file.
+func LoadHead(path string) (*Head, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read keyword head: %w", err)
+	}
+	h, err := ParseHead(data)
+	if err != nil {
+		return nil, fmt.Errorf("keyword head %s: %w", path, err)
+	}
+	return h, nil
+}
+
+// ParseHead decodes a head and checks that its layers chain.
+func ParseHead(data []byte) (*Head, error) {
+	var h Head
+	if err := json.Unmarshal(data, &h); err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	if h.Format != headFormat {
+		return nil, fmt.Errorf("format %q, want %q", h.Format, headFormat)
+	}
+	if h.Features != embFeatures || h.Windows < 1 {
+		return nil, fmt.Errorf("input %d windows of %d features: the front end gives %d features", h.Windows, h.Features, embFeatures)
+	}
+	if h.Threshold <= 0 || h.Threshold >= 1 {
+		return nil, fmt.Errorf("threshold %v: want a probability between 0 and 1", h.Threshold)
+	}
+	if len(h.Layers) == 0 {
+		return nil, errors.New("no layers")
+	}
+	in := h.Windows * h.Features
+	for i, l := range h.Layers {
+		if len(l.W) == 0 || len(l.B) != len(l.W) {
+			return nil, fmt.Errorf("layers[%d]: %d weight rows, %d biases", i, len(l.W), len(l.B))
+		}
+		for j, row := range l.W {
+			if len(row) != in {
+				return nil, fmt.Errorf("layers[%d].w[%d]: %d inputs, want %d", i, j, len(row), in)
+			}
+		}
+		switch l.Act {
+		case "relu", "sigmoid", "linear":
+		default:
+			return nil, fmt.Errorf("layers[%d].act %q: want relu, sigmoid or linear", i, l.Act)
+		}
+		in = len(l.W)
+	}
+	if last := h.Layers[len(h.Layers)-1]; len(last.W) != 1 || last.Act != "sigmoid" {
+		return nil, errors.New("the last layer must be one sigmoid output")
+	}
+	return &h, nil
+}
+
+// score runs the head on x (Windows*Features floats).
+func (h *Head) score(x []float32) float64 {
+	cur := x
+	for _, l := range h.Layers {
+		next := make([]float32, len(l.W))
+		for j, row := range l.W {
+			s := l.B[j]
+			for i, w := range row {
+				s += w * cur[i]
+			}
+			switch l.Act {
+			case "relu":
+				s = max(s, 0)
+			case "sigmoid":
+				s = float32(1 / (1 + math.Exp(-float64(s))))
+			}
+			next[j] = s
+		}
+		cur = next
+	}
+	return float64(cur[0])
+}

@@ -1,0 +1,96 @@
+package kws
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+	"testing"
+)
+
+// smallHead is a valid head of one hidden unit: relu(sum(x)) then
+// sigmoid(2h - 1).
+func smallHead(windows int) map[string]any {
+	ones := make([]float32, windows*embFeatures)
+	for i := range ones {
+		ones[i] = 1
+	}
+	return map[string]any{
+		"format": headFormat, "name": "agora", "windows": windows, "features": embFeatures, "threshold": 0.5,
+		"layers": []map[string]any{
+			{"w": [][]float32{ones}, "b": []float32{0}, "act": "relu"},
+			{"w": [][]float32{{2}}, "b": []float32{-1}, "act": "sigmoid"},
+		},
+	}
+}
+
+func TestParseHead(t *testing.T) {
+	tests := []struct {
+		name   string
+		modify func(h map[string]any)
+		want   string // "" for valid
+	}{
+		{"valid", func(map[string]any) {}, ""},
+		{"format", func(h map[string]any) { h["format"] = "other/1" }, "format"},
+		{"features", func(h map[string]any) { h["features"] = 64 }, "features"},
+		{"threshold", func(h map[string]any) { h["threshold"] = 1.0 }, "threshold"},
+		{"no layers", func(h map[string]any) { h["layers"] = []any{} }, "no layers"},
+		{"inputs do not chain", func(h map[string]any) {
+			h["layers"].([]map[string]any)[1]["w"] = [][]float32{{1, 2}}
+		}, "layers[1].w[0]: 2 inputs, want 1"},
+		{"biases", func(h map[string]any) { h["layers"].([]map[string]any)[0]["b"] = []float32{} }, "layers[0]: 1 weight rows, 0 biases"},
+		{"activation", func(h map[string]any) { h["layers"].([]map[string]any)[0]["act"] = "tanh" }, "layers[0].act"},
+		{"last not sigmoid", func(h map[string]any) { h["layers"].([]map[string]any)[1]["act"] = "relu" }, "sigmoid"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h := smallHead(2)
+			tt.modify(h)
+			data, _ := json.Marshal(h)
+			_, err := ParseHead(data)
+			switch {
+			case tt.want == "" && err != nil:
+				t.Fatalf("ParseHead: %v", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Fatalf("ParseHead: %v, want an error naming %q", err, tt.want)
+			}
+		})
+	}
+	if _, err := ParseHead([]byte("{")); err == nil {
+		t.Error("ParseHead accepted truncated JSON")
+	}
+}
+
+func TestHeadScore(t *testing.T) {
+	data, _ := json.Marshal(smallHead(1))
+	h, err := ParseHead(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		fill float32
+		want float64
+	}{
+		{0, 1 / (1 + math.E)},                       // relu(0) = 0: sigmoid(-1)
+		{-1, 1 / (1 + math.E)},                      // relu cuts the negative sum
+		{1.0 / embFeatures, 1 / (1 + math.Exp(-1))}, // sum 1: sigmoid(1)
+	}
+	for _, tt := range tests {
+		x := make([]float32, embFeatures)
+		for i := range x {
+			x[i] = tt.fill
+		}
+		if got := h.score(x); math.Abs(got-tt.want) > 1e-6 {
+			t.Errorf("score(all %v) = %v, want %v", tt.fill, got, tt.want)
+		}
+	}
+}
+
+func TestDefaultHead(t *testing.T) {
+	h, err := DefaultHead()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.Name != "agora" || h.Trained == "" {
+		t.Errorf("built-in head: name %q, trained %q", h.Name, h.Trained)
+	}
+}

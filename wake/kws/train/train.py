@@ -1,0 +1,548 @@
+# Copyright The agorad Authors. Licensed under the Apache License, Version 2.0.
+"""Trains the keyword spotter's head for the name "Agora" (wake/kws).
+
+    python train.py gen   OUT      synthesise the training clips (espeak-ng, sox)
+    python train.py embed OUT      their embeddings, by the daemon's own front end
+    python train.py fit   OUT HEAD train, pick the threshold, write the head (JSON)
+
+Positives: the name alone, first, last or inside carrier phrases of random
+inspection words, English and Dutch, by every espeak-ng English voice and the
+Dutch one with every variant (rates 120-190, pitches 25-75) and by flite's
+English voices; most spoken in one go, the rest built from parts; some in
+noise. Where the name ends is known to the sample (from the parts, or from
+the same voice saying the text only up to the name). Negatives: carrier
+phrases without the name, words that sound like it (angora, Agra,
+agorafobie, ...), babble of two or three carriers at once, noise.
+KWS_HOLDOUT=1 keeps every fourth variant out of the fit and reports on it;
+the benchmark (bench/wakebench, bench/kwsbench) uses its own sentences and
+voices of other engines.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import random
+import struct
+import subprocess
+import sys
+import wave
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+RATE = 16000
+WINDOWS = 16
+FEATURES = 96
+NAME = "Agora"
+# A window is positive when it ends this soon after the name's end (the
+# spotter's Hit.End is then at most this late), negative when it ends before
+# the name is half said or well after it.
+POS_AFTER = (0, int(0.32 * RATE))
+NEG_AFTER = int(0.9 * RATE)
+HIDDEN = 32
+EPOCHS = 12
+POS_WEIGHT = 0.1  # the positive windows' total weight against the negatives'
+NEG_CARRIERS = 4  # carrier-only negatives per positive
+NOISE_SD = 3.0  # Gaussian noise on the embeddings while training (their spread is ~16)
+FLITE = ["awb", "kal16", "rms", "slt"]
+WHOLE = 0.6  # share of sentences spoken in one go (the rest: parts with short gaps)
+BABBLE = 400  # clips of two or three carriers at once
+
+WORDS_EN = """
+the beam wall roof floor crack gutter window door stair railing column steel
+concrete timber brick mortar joint weld bolt pipe drain duct cable socket
+insulation moisture damp rust corrosion leak ceiling basement attic facade
+level north south east west first second third meter millimetre width height
+check record note measure inspect report photo repair replace urgent minor
+please today tomorrow here there this that is are was were has have will can
+should could would not very quite rather about above below under over near
+next behind between inside outside left right small large wide narrow deep old
+new wet dry loose tight cracked broken missing damaged safe unsafe okay fire
+door exit sign alarm sprinkler hatch shaft lift ramp kerb paving tile plaster
+paint seal glass frame sill lintel truss rafter purlin joist stud what where
+when which how why who many much time span load fixing anchor
+""".split()  # noqa: SIM905
+
+WORDS_NL = """
+de het een balk muur dak vloer scheur goot raam deur trap leuning kolom staal
+beton hout baksteen voeg las bout leiding afvoer kabel stopcontact isolatie
+vocht roest lekkage plafond kelder zolder gevel verdieping noord zuid oost
+west eerste tweede derde meter millimeter breedte hoogte controleer noteer
+meet inspecteer rapport foto herstel vervang dringend klein graag vandaag
+morgen hier daar dit dat is zijn was waren heeft hebben zal kan moet zou niet
+erg boven onder naast achter tussen binnen buiten links rechts groot breed
+smal diep oud nieuw nat droog los vast gebroken ontbreekt beschadigd veilig
+goed brandwerend nooduitgang bord alarm luik schacht lift helling tegel
+pleister verf kit glas kozijn latei spant gording draagbalk wat waar wanneer
+welke hoe waarom wie veel tijd overspanning belasting bevestiging anker en of
+maar ook
+""".split()  # noqa: SIM905
+
+# Words and phrases that sound like the name; they must not wake the device.
+# Not here: homophones of it ("a gore a", "ago ra"): no ear tells them apart.
+NEAR_EN = [
+    "angora",
+    "Agra",
+    "agoraphobia",
+    "I've got a",
+    "a dollar",
+    "corridor",
+    "all gone",
+    "aurora",
+    "Angola",
+    "algebra",
+    "a guru",
+    "ago",
+    "gora",
+    "a corner",
+    "Andorra",
+    "a gutter",
+    "a cobra",
+    "angler",
+    "I got a",
+    "a quarter",
+    "Gomorrah",
+    "a hora",
+    "agony",
+    "a career",
+]
+NEAR_NL = [
+    "angora",
+    "agorafobie",
+    "een goeie",
+    "ahora",
+    "Aruba",
+    "een gordel",
+    "een kora",
+    "de ogen",
+    "Angola",
+    "aurora",
+    "agenda",
+    "agrarisch",
+    "een koran",
+    "een hora",
+    "gaat goed",
+    "een tora",
+    "allegaar",
+]
+
+
+@dataclass
+class Clip:
+    file: str
+    kind: str  # pos, neg
+    lang: str
+    voice: str
+    split: str  # train, holdout
+    name_start: int = -1  # samples
+    name_end: int = -1
+    text: str = ""
+
+
+def voices(lang: str) -> list[str]:
+    out = subprocess.run(["espeak-ng", f"--voices={lang}"], capture_output=True, text=True, check=True).stdout
+    names = []
+    for line in out.splitlines()[1:]:
+        cols = line.split()
+        if len(cols) >= 5 and not cols[4].startswith("mb/") and cols[1].startswith(lang):
+            names.append(cols[1])
+    return sorted(set(names))
+
+
+def variants() -> list[str]:
+    out = subprocess.run(["espeak-ng", "--voices=variant"], capture_output=True, text=True, check=True).stdout
+    return sorted(line.split()[4].split("/")[-1] for line in out.splitlines()[1:] if len(line.split()) >= 5)
+
+
+def synth(text: str, voice: str, rate: int, pitch: int, tmp: Path) -> np.ndarray:
+    raw, out = tmp.with_suffix(".raw.wav"), tmp.with_suffix(".wav")
+    if voice.startswith("flite:"):
+        cmd = ["flite", "-voice", voice[6:], "--setf", f"duration_stretch={160 / rate:.2f}", "-t", text, "-o", str(raw)]
+    else:
+        cmd = ["espeak-ng", "-v", voice, "-s", str(rate), "-p", str(pitch), "-w", str(raw), "--", text]
+    subprocess.run(cmd, check=True, capture_output=True)
+    # 16 kHz, silence trimmed at both ends (1 % of full scale).
+    subprocess.run(
+        [
+            "sox",
+            "-D",
+            "-R",
+            str(raw),
+            "-r",
+            str(RATE),
+            "-c",
+            "1",
+            "-b",
+            "16",
+            str(out),
+            "silence",
+            "1",
+            "0.01",
+            "1%",
+            "reverse",
+            "silence",
+            "1",
+            "0.01",
+            "1%",
+            "reverse",
+        ],
+        check=True,
+        capture_output=True,
+    )
+    with wave.open(str(out)) as w:
+        data = np.frombuffer(w.readframes(w.getnframes()), dtype=np.int16).astype(np.float32) / 32768
+    raw.unlink(missing_ok=True)
+    out.unlink(missing_ok=True)
+    return data
+
+
+def read_wav(path: Path) -> np.ndarray:
+    with wave.open(str(path)) as w:
+        return np.frombuffer(w.readframes(w.getnframes()), dtype=np.int16).astype(np.float32) / 32768
+
+
+def write_wav(path: Path, x: np.ndarray) -> None:
+    x = np.clip(x, -1, 32767 / 32768)
+    with wave.open(str(path), "wb") as w:
+        w.setnchannels(1)
+        w.setsampwidth(2)
+        w.setframerate(RATE)
+        w.writeframes((x * 32768).astype("<i2").tobytes())
+
+
+def noise(kind: str, n: int, rng: np.random.Generator) -> np.ndarray:
+    white = rng.standard_normal(n).astype(np.float32)
+    if kind == "white":
+        return white
+    if kind == "brown":
+        b = np.cumsum(white)
+        b -= np.convolve(b, np.ones(801) / 801, mode="same")  # no drift
+        return b.astype(np.float32)
+    if kind == "pink":  # Voss-McCartney-ish: sum of octave-held noises
+        out = np.zeros(n, np.float32)
+        for k in range(8):
+            step = 2**k
+            held = np.repeat(rng.standard_normal(n // step + 1).astype(np.float32), step)[:n]
+            out += held
+        return out
+    t = np.arange(n) / RATE  # hum / machine
+    f = rng.uniform(50, 200)
+    return (np.sign(np.sin(2 * np.pi * f * t)) * 0.5 + 0.5 * white).astype(np.float32)
+
+
+def mix(x: np.ndarray, snr_db: float, kind: str, rng: np.random.Generator) -> np.ndarray:
+    voiced = x[np.abs(x) > 0.01]
+    ps = float(np.mean(voiced**2)) if len(voiced) else float(np.mean(x**2))
+    nz = noise(kind, len(x), rng)
+    pn = float(np.mean(nz**2))
+    return x + nz * np.sqrt(ps / (pn * 10 ** (snr_db / 10)))
+
+
+def phrase(words: list[str], rng: random.Random, lo: int, hi: int) -> str:
+    return " ".join(rng.choice(words) for _ in range(rng.randint(lo, hi)))
+
+
+def gen(out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    wavs = out / "wav"
+    wavs.mkdir(exist_ok=True)
+    rng = random.Random(21)
+    var = variants()
+    held = set(var[::4])
+    plan: list[tuple[int, str, str, str, str, int, int, str, str, str]] = []
+    n = 0
+    for lang, words, near in (("en", WORDS_EN, NEAR_EN), ("nl", WORDS_NL, NEAR_NL)):
+        vs = voices(lang)
+        speakers = [
+            (rng.choice(vs) + (f"+{v}" if v else ""), "holdout" if v in held else "train")
+            for v in ["", *var]
+            for _ in range(3)
+        ]
+        if lang == "en":  # flite's English voices: other voices than espeak-ng's formants
+            speakers += [(f"flite:{f}", "train") for f in FLITE for _ in range(8)]
+        for voice, split in speakers:
+            r, p = rng.randint(120, 190), rng.randint(25, 75)
+            shape = rng.choice(["alone", "start", "start", "mid", "mid", "end"])
+            pre = phrase(words, rng, 2, 6) if shape in ("mid", "end") else ""
+            post = phrase(words, rng, 2, 7) if shape in ("start", "mid") else ""
+            plan.append((n, "pos", lang, voice, split, r, p, pre, NAME, post))
+            n += 1
+            # Negatives by the same speaker: a near-miss in a carrier, and
+            # carriers alone (the many ordinary sentences a device hears).
+            cpre, cpost = phrase(words, rng, 1, 5), phrase(words, rng, 1, 5)
+            plan.append((n, "neg", lang, voice, split, r, p, cpre, rng.choice(near), cpost))
+            n += 1
+            for _ in range(NEG_CARRIERS):
+                plan.append((n, "neg", lang, voice, split, r, p, phrase(words, rng, 4, 12), "", ""))
+                n += 1
+
+    def make(item: tuple[int, str, str, str, str, int, int, str, str, str]) -> Clip:
+        i, kind, lang, voice, split, r, p, pre, mid, post = item
+        tmp = wavs / f"tmp{i}"
+        local = random.Random(i)
+        nrng = np.random.default_rng(i)
+        gap = lambda: np.zeros(int(local.uniform(0.02, 0.12) * RATE), np.float32)  # noqa: E731
+        parts = [np.zeros(int(local.uniform(0.3, 0.8) * RATE), np.float32)]
+        start = end = -1
+        lead = len(parts[0])
+        if mid and (pre or post) and local.random() < WHOLE:
+            # Spoken in one go, as people do: the name runs into the words
+            # around it. Where it ends is where the same voice saying the
+            # text only up to the name ends.
+            comma = "," if post and local.random() < 0.5 else ""
+            parts.append(synth(" ".join(t for t in (pre, mid + comma, post) if t), voice, r, p, tmp))
+            if kind == "pos":
+                start = lead + (len(synth(pre, voice, r, p, tmp)) if pre else 0)
+                end = lead + len(synth(" ".join(t for t in (pre, mid) if t), voice, r, p, tmp))
+                end = min(end, lead + len(parts[-1]))
+        else:
+            if pre:
+                parts += [synth(pre, voice, r, p, tmp), gap()]
+            if mid:
+                at = sum(len(x) for x in parts)
+                parts.append(synth(mid, voice, r, p, tmp))
+                if kind == "pos":
+                    start, end = at, at + len(parts[-1])
+            if post:
+                parts += [gap(), synth(post, voice, r, p, tmp)]
+        parts.append(np.zeros(int(local.uniform(0.6, 1.2) * RATE), np.float32))
+        x = np.concatenate(parts) * local.uniform(0.3, 1.0)
+        if local.random() < 0.4:
+            x = mix(x, local.uniform(5, 20), local.choice(["white", "pink", "brown", "hum"]), nrng)
+        name = f"{kind}{i:05d}.wav"
+        write_wav(wavs / name, x)
+        return Clip(name, kind, lang, voice, split, start, end, " ".join(t for t in (pre, mid, post) if t))
+
+    with ThreadPoolExecutor(2) as ex:
+        clips = list(ex.map(make, plan))
+    # Babble: two or three carrier clips at once, as in a site office.
+    brng = np.random.default_rng(11)
+    carriers = [c for c in clips if c.kind == "neg" and c.lang != "none"]
+    for k in range(BABBLE):
+        picks = [carriers[j] for j in brng.choice(len(carriers), brng.integers(2, 4), replace=False)]
+        srcs = [read_wav(wavs / c.file) for c in picks]
+        x = np.zeros(max(len(a) for a in srcs) + RATE, np.float32)
+        for a in srcs:
+            off = int(brng.integers(0, len(x) - len(a) + 1))
+            x[off : off + len(a)] += a * brng.uniform(0.4, 1.0)
+        name = f"babble{k:04d}.wav"
+        write_wav(wavs / name, x / max(1.0, float(np.max(np.abs(x)))))
+        clips.append(
+            Clip(
+                name,
+                "neg",
+                "mix",
+                "+".join(c.voice for c in picks),
+                "holdout" if k % 4 == 0 else "train",
+                text=" | ".join(c.text for c in picks),
+            )
+        )
+    # Noise alone, some quiet, some loud.
+    nrng = np.random.default_rng(7)
+    for k in range(60):
+        kind = ["white", "pink", "brown", "hum"][k % 4]
+        x = noise(kind, int(4 * RATE), nrng)
+        x = x / np.max(np.abs(x)) * nrng.uniform(0.01, 0.5)
+        name = f"noise{k:03d}.wav"
+        write_wav(wavs / name, x)
+        clips.append(Clip(name, "neg", "none", kind, "train" if k % 4 else "holdout"))
+    with (out / "clips.tsv").open("w") as f:
+        f.write("file\tkind\tlang\tvoice\tsplit\tname_start\tname_end\ttext\n")
+        for c in clips:
+            f.write(f"{c.file}\t{c.kind}\t{c.lang}\t{c.voice}\t{c.split}\t{c.name_start}\t{c.name_end}\t{c.text}\n")
+    print(f"gen: {len(clips)} clips in {wavs}", file=sys.stderr)
+
+
+def read_clips(out: Path) -> list[dict[str, str]]:
+    lines = (out / "clips.tsv").read_text().splitlines()
+    head = lines[0].split("\t")
+    return [dict(zip(head, line.split("\t"), strict=True)) for line in lines[1:]]
+
+
+def embed(out: Path, embed_bin: str, kws_dir: str) -> None:
+    clips = read_clips(out)
+    listing = "\n".join(str(out / "wav" / c["file"]) for c in clips) + "\n"
+    subprocess.run([embed_bin, "-kws", kws_dir, "-out", str(out / "emb.bin")], input=listing, text=True, check=True)
+
+
+def load_embeddings(out: Path, count: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    data = (out / "emb.bin").read_bytes()
+    pos, res = 0, []
+    for _ in range(count):
+        (n,) = struct.unpack_from("<i", data, pos)
+        pos += 4
+        ends = np.frombuffer(data, dtype="<i4", count=n, offset=pos)
+        pos += 4 * n
+        embs = np.frombuffer(data, dtype="<f4", count=n * FEATURES, offset=pos).reshape(n, FEATURES)
+        pos += 4 * n * FEATURES
+        res.append((embs, ends))
+    return res
+
+
+def windows(embs: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    idx = np.arange(WINDOWS - 1, len(embs))
+    x = (
+        np.stack([embs[i - WINDOWS + 1 : i + 1].reshape(-1) for i in idx])
+        if len(idx)
+        else np.zeros((0, WINDOWS * FEATURES))
+    )
+    return x.astype(np.float32), ends[idx]
+
+
+def dataset(out: Path) -> list[tuple[dict[str, str], np.ndarray, np.ndarray, np.ndarray]]:
+    """Per clip: its row, windows, labels (1, 0, or -1 = ignored), window ends."""
+    clips = read_clips(out)
+    res = []
+    for c, (embs, ends) in zip(clips, load_embeddings(out, len(clips)), strict=True):
+        x, we = windows(embs, ends)
+        y = np.zeros(len(x), np.int8)
+        if c["kind"] == "pos":
+            s, e = int(c["name_start"]), int(c["name_end"])
+            after = we - e
+            y[:] = -1
+            y[(after >= POS_AFTER[0]) & (after <= POS_AFTER[1])] = 1
+            y[(we < s + (e - s) // 2) | (after > NEG_AFTER)] = 0
+        res.append((c, x, y, we))
+    return res
+
+
+class MLP:
+    def __init__(self, sizes: list[int], rng: np.random.Generator) -> None:
+        self.w = [rng.standard_normal((o, i)).astype(np.float32) * np.sqrt(2 / i) for i, o in itertools.pairwise(sizes)]
+        self.b = [np.zeros(o, np.float32) for o in sizes[1:]]
+
+    def forward(self, x: np.ndarray) -> tuple[list[np.ndarray], np.ndarray]:
+        acts = [x]
+        for k, (w, b) in enumerate(zip(self.w, self.b, strict=True)):
+            z = acts[-1] @ w.T + b
+            acts.append(np.maximum(z, 0) if k < len(self.w) - 1 else z)
+        return acts, 1 / (1 + np.exp(-acts[-1][:, 0]))
+
+    def fit(self, x: np.ndarray, y: np.ndarray, weight: np.ndarray, epochs: int, rng: np.random.Generator) -> None:
+        """Adam on the weighted cross-entropy, with Gaussian noise on the
+        inputs (other voices move the embeddings a little) and the learning
+        rate halved every third of the epochs."""
+        params = self.w + self.b
+        m = [np.zeros_like(p) for p in params]
+        v = [np.zeros_like(p) for p in params]
+        t, l2 = 0, 1e-4
+        for ep in range(epochs):
+            lr = 1e-3 * 0.5 ** (ep // max(1, epochs // 3))
+            order = rng.permutation(len(x))
+            loss = 0.0
+            for s in range(0, len(x), 256):
+                bi = order[s : s + 256]
+                xb = x[bi] + rng.normal(0, NOISE_SD, (len(bi), x.shape[1])).astype(np.float32)
+                acts, p = self.forward(xb)
+                wb = weight[bi]
+                loss += float(-np.sum(wb * (y[bi] * np.log(p + 1e-7) + (1 - y[bi]) * np.log(1 - p + 1e-7))))
+                g = (wb * (p - y[bi]))[:, None] / len(bi)  # dL/dz of the output
+                grads_w, grads_b = [], []
+                for k in range(len(self.w) - 1, -1, -1):
+                    grads_w.insert(0, g.T @ acts[k] + l2 * self.w[k])
+                    grads_b.insert(0, g.sum(0))
+                    if k:
+                        g = (g @ self.w[k]) * (acts[k] > 0)
+                t += 1
+                for j, gr in enumerate(grads_w + grads_b):
+                    m[j] = 0.9 * m[j] + 0.1 * gr
+                    v[j] = 0.999 * v[j] + 0.001 * gr * gr
+                    params[j] -= lr * (m[j] / (1 - 0.9**t)) / (np.sqrt(v[j] / (1 - 0.999**t)) + 1e-8)
+            print(f"fit: epoch {ep + 1}/{epochs} loss {loss / len(x):.4f}", file=sys.stderr)
+
+    def scores(self, x: np.ndarray) -> np.ndarray:
+        return self.forward(x)[1] if len(x) else np.zeros(0)
+
+
+def fit(out: Path, head_path: Path) -> None:
+    data = dataset(out)
+    # KWS_HOLDOUT=1 keeps every fourth variant out, to see how the recipe
+    # does on voices it did not hear; the shipped head trains on all.
+    holdout = os.environ.get("KWS_HOLDOUT") == "1"
+    train = [d for d in data if d[0]["split"] == "train" or not holdout]
+    xs = np.concatenate([d[1][d[2] >= 0] for d in train])
+    ys = np.concatenate([d[2][d[2] >= 0] for d in train]).astype(np.float32)
+    npos, nneg = int(ys.sum()), int(len(ys) - ys.sum())
+    # The positive windows weigh POS_WEIGHT of the negatives in all: a clip
+    # wakes on its best window, so false wakes cost more than a late hit.
+    weight = np.where(ys == 1, POS_WEIGHT * nneg / npos, 1.0).astype(np.float32)
+    weight /= weight.mean()
+    print(f"fit: {len(train)} training clips, {npos} positive and {nneg} negative windows", file=sys.stderr)
+    rng = np.random.default_rng(21)
+    mlp = MLP([WINDOWS * FEATURES, HIDDEN, HIDDEN, 1], rng)
+    mlp.fit(xs, ys, weight, epochs=EPOCHS, rng=rng)
+
+    def clip_max(d: tuple[dict[str, str], np.ndarray, np.ndarray, np.ndarray]) -> float:
+        s = mlp.scores(d[1])
+        return float(s.max()) if len(s) else 0.0
+
+    # The threshold: the lowest at which at most 1 % of the training
+    # negative clips wake, never under 0.5 (the benchmark, bench/kwsbench,
+    # is where the shipped threshold is chosen).
+    neg_train = np.sort([clip_max(d) for d in train if d[0]["kind"] == "neg"])[::-1]
+    allowed = int(0.01 * len(neg_train))
+    threshold = float(min(0.99, max(0.5, neg_train[allowed] + 1e-3)))
+    neg_max = neg_train
+    report = []
+    for split in ("train", "holdout") if holdout else ("train",):
+        for lang in ("en", "nl", "mix"):
+            pos = [
+                clip_max(d) for d in data if d[0]["split"] == split and d[0]["lang"] == lang and d[0]["kind"] == "pos"
+            ]
+            neg = [
+                clip_max(d) for d in data if d[0]["split"] == split and d[0]["lang"] == lang and d[0]["kind"] == "neg"
+            ]
+            det = sum(s >= threshold for s in pos)
+            fa = sum(s >= threshold for s in neg)
+            report.append(f"{split} {lang}: detected {det}/{len(pos)}, negatives over threshold {fa}/{len(neg)}")
+    print(f"fit: threshold {threshold:.3f} (highest training negative clip {neg_max[0]:.3f})", file=sys.stderr)
+    for d in sorted((d for d in data if d[0]["kind"] == "neg"), key=clip_max, reverse=True)[:12]:
+        print(
+            f"fit: high negative {clip_max(d):.3f} {d[0]['split']} {d[0]['voice']}: {d[0].get('text', '')}",
+            file=sys.stderr,
+        )
+    print("\n".join("fit: " + r for r in report), file=sys.stderr)
+    layers = []
+    for k, (w, b) in enumerate(zip(mlp.w, mlp.b, strict=True)):
+        act = "relu" if k < len(mlp.w) - 1 else "sigmoid"
+        layers.append(
+            {"w": [[float(f"{v:.6g}") for v in row] for row in w], "b": [float(f"{v:.6g}") for v in b], "act": act}
+        )
+    trained = (
+        f"wake/kws/train: {npos} positive and {nneg} negative windows of {len(train)} espeak-ng and flite clips "
+        f"(en, nl{'; every 4th variant held out' if holdout else ''}); {HIDDEN}x{HIDDEN}, {EPOCHS} epochs; "
+        f"threshold {threshold:.3f}; " + "; ".join(report)
+    )
+    head = {
+        "format": "agorad-kws-head/1",
+        "name": "agora",
+        "windows": WINDOWS,
+        "features": FEATURES,
+        "layers": layers,
+        "threshold": round(threshold, 4),
+        "trained": trained,
+    }
+    head_path.write_text(json.dumps(head, separators=(",", ":")) + "\n")
+    print(f"fit: wrote {head_path}", file=sys.stderr)
+
+
+def main() -> int:
+    cmd, out = sys.argv[1], Path(sys.argv[2])
+    if cmd == "gen":
+        gen(out)
+    elif cmd == "embed":
+        embed(out, sys.argv[3], sys.argv[4])
+    elif cmd == "fit":
+        fit(out, Path(sys.argv[3]))
+    else:
+        print(__doc__, file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
