@@ -95,6 +95,25 @@ type Wake struct {
 	Words       []string `yaml:"words"`
 	ListenWords []string `yaml:"listen_words"`
 	Reject      []string `yaml:"reject"`
+	// Bias pushes whisper toward writing the wake word (wake.Config.Bias);
+	// unset means wake.DefaultBias, 0 turns it off.
+	Bias *float64 `yaml:"bias"`
+	// Spotter is the keyword spotter that hears the name in the audio
+	// (wake/kws): "auto" (the default: used when its front end is in the
+	// models directory, else whisper's text alone, with a warning), "on"
+	// (missing front end: the daemon does not start) or "off".
+	Spotter string `yaml:"spotter"`
+	// SpotterThreshold is the score from which the spotter counts the name
+	// as said; 0 means the trained head's own.
+	SpotterThreshold float64 `yaml:"spotter_threshold"`
+}
+
+// SpotterMode is Spotter with its default.
+func (w Wake) SpotterMode() string {
+	if w.Spotter == "" {
+		return "auto"
+	}
+	return w.Spotter
 }
 
 // Rules returns the wake configuration to build wake rules from: each empty
@@ -109,6 +128,9 @@ func (w Wake) Rules() wake.Config {
 	}
 	if len(w.Reject) > 0 {
 		cfg.Reject = slices.Clone(w.Reject)
+	}
+	if w.Bias != nil {
+		cfg.Bias = *w.Bias
 	}
 	return cfg
 }

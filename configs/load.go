@@ -50,6 +50,10 @@ func (c *Config) clone() *Config {
 	cp.Wake.Words = slices.Clone(c.Wake.Words)
 	cp.Wake.ListenWords = slices.Clone(c.Wake.ListenWords)
 	cp.Wake.Reject = slices.Clone(c.Wake.Reject)
+	if c.Wake.Bias != nil {
+		b := *c.Wake.Bias
+		cp.Wake.Bias = &b
+	}
 	return &cp
 }
 

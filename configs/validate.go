@@ -3,6 +3,7 @@ package configs
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	"net/netip"
 	"os"
@@ -121,6 +122,14 @@ func (c *Config) Validate() error {
 	// wake: the wake package's own check (its errors name wake.words[i]).
 	if err := c.Wake.Rules().Validate(); err != nil {
 		errs = append(errs, err)
+	}
+	switch c.Wake.SpotterMode() {
+	case "auto", "on", "off":
+	default:
+		bad("wake.spotter", "%q: want auto, on or off", c.Wake.Spotter)
+	}
+	if t := c.Wake.SpotterThreshold; math.IsNaN(t) || t < 0 || t >= 1 {
+		bad("wake.spotter_threshold", "%v: want 0 (the trained head's) or a probability below 1", t)
 	}
 
 	// storage

@@ -130,6 +130,7 @@ func runDoctor(ctx context.Context, cfgPath string, env doctorEnv) []check {
 		}
 		add(checkModel(kind, name, cfg.ModelsDir()))
 	}
+	add(checkSpotter(cfg))
 	add(checkBroker(ctx, cfg, env.brokerWait))
 	add(checkDisk(cfg))
 	add(checkStore(cfg))

@@ -77,6 +77,26 @@ type utteranceJSON struct {
 	Split        bool      `json:"split,omitempty"`    // cut by the maximum utterance length
 	Rejected     string    `json:"rejected,omitempty"` // why the hallucination guard dropped the text
 	Wake         *wakeJSON `json:"wake,omitempty"`
+	Spot         *spotJSON `json:"spot,omitempty"` // the keyword spotter's best window, when it runs
+	// TextWake is what whisper's text alone says, when the spotter runs: one
+	// run measures both (bench/wakebench).
+	TextWake *wakeJSON `json:"text_wake,omitempty"`
+	// Words are whisper's words with their times, when the spotter heard the
+	// name: what wake.Rules.MatchHeard placed it among.
+	Words []wordJSON `json:"words,omitempty"`
+}
+
+type wordJSON struct {
+	Text    string `json:"text"`
+	StartMS int64  `json:"start_ms"`
+	EndMS   int64  `json:"end_ms"`
+}
+
+type spotJSON struct {
+	Score float64 `json:"score"`
+	EndMS int64   `json:"end_ms"` // from the utterance's start (padding included)
+	Heard bool    `json:"heard"`
+	MS    int64   `json:"ms"` // time the spotter took on this utterance
 }
 
 type wakeJSON struct {
@@ -97,6 +117,9 @@ func cmdTranscribe(ctx context.Context, args []string, stdout, stderr io.Writer,
 	lang := fs.String("lang", "auto", "language: nl, en or auto")
 	threads := fs.Int("threads", 0, "whisper threads (0: all cores)")
 	prompt := fs.String("prompt", "", "initial prompt for whisper (default none)")
+	wakeBias := fs.Float64("wake-bias", wake.DefaultBias, "logit bias toward the wake word's tokens, as the daemon's wake.bias (0: off)")
+	spotDir := fs.String("spotter", "", "keyword spotter: directory of its front end, or \"off\" (default: kws/ in the model places, off with a warning when missing)")
+	spotThreshold := fs.Float64("spotter-threshold", 0, "keyword spotter threshold (0: the trained head's)")
 	pack := fs.Bool("pack", true, "pack consecutive utterances into shared 30 s whisper windows (one call per window, not per utterance)")
 	verbose := fs.Bool("v", false, "log debug details (whisper's own logging included) on stderr")
 	fs.Usage = func() {
@@ -138,13 +161,30 @@ func cmdTranscribe(ctx context.Context, args []string, stdout, stderr io.Writer,
 		fmt.Fprintf(stderr, "agorad transcribe: %v\n", err)
 		return exitUsage
 	}
-	rules, err := wake.New(wake.DefaultConfig())
+	wcfg := wake.DefaultConfig()
+	wcfg.Bias = *wakeBias
+	rules, err := wake.New(wcfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "agorad transcribe: %v\n", err)
 		return exitUsage
 	}
+	judge := wakeJudge{rules: rules}
+	if *spotDir != "off" {
+		sp, err := openSpotter(*spotDir, *spotThreshold)
+		switch {
+		case err != nil && *spotDir != "":
+			fmt.Fprintf(stderr, "agorad transcribe: %v\n", err)
+			return exitUsage
+		case err != nil:
+			fmt.Fprintf(stderr, "agorad transcribe: warning: %v; the wake word is found in whisper's text alone\n", err)
+		default:
+			defer sp.Close()
+			judge.spot = sp
+		}
+	}
 	// The transcriber first: it routes whisper/ggml logging (the VAD's too) to slog.
-	tr, err := p.Transcriber(transcribe.Options{ModelPath: whisperPath, Language: *lang, Threads: *threads, InitialPrompt: *prompt, Logger: logger})
+	tr, err := p.Transcriber(transcribe.Options{ModelPath: whisperPath, Language: *lang, Threads: *threads, InitialPrompt: *prompt,
+		Hotwords: wcfg.Hotwords(), HotwordBias: wcfg.Bias, Logger: logger})
 	if err != nil {
 		fmt.Fprintf(stderr, "agorad transcribe: %v\n", err)
 		return exitUsage
@@ -165,7 +205,7 @@ func cmdTranscribe(ctx context.Context, args []string, stdout, stderr io.Writer,
 		run = onePerCall{tr}
 	}
 	for _, file := range files {
-		if err := transcribeFile(ctx, file, det, run, rules, enc); err != nil {
+		if err := transcribeFile(ctx, file, det, run, judge, enc); err != nil {
 			fmt.Fprintf(stderr, "agorad transcribe: %v\n", err)
 			code = exitFailed
 			if ctx.Err() != nil {
@@ -210,7 +250,7 @@ func resolveVAD(p pipeline, value string) (string, error) {
 
 // transcribeFile runs one file through the pipeline. Utterances already
 // written stay written when a later one fails.
-func transcribeFile(ctx context.Context, file string, det prober, tr utteranceTranscriber, rules *wake.Rules, enc *json.Encoder) error {
+func transcribeFile(ctx context.Context, file string, det prober, tr utteranceTranscriber, judge wakeJudge, enc *json.Encoder) error {
 	// Streamed: memory does not grow with the file (a 2 GB WAV is decoded
 	// 100 ms at a time), and each read checks ctx, so SIGTERM stops it.
 	src, err := audio.OpenWAVSource(file, 0, time.Now())
@@ -221,20 +261,20 @@ func transcribeFile(ctx context.Context, file string, det prober, tr utteranceTr
 		return err
 	}
 	defer src.Close()
-	return transcribeSource(ctx, file, src, det, tr, rules, enc)
+	return transcribeSource(ctx, file, src, det, tr, judge, enc)
 }
 
 // transcribeSamples runs 16 kHz mono samples, named file in the output,
 // through the pipeline.
-func transcribeSamples(ctx context.Context, file string, samples []float32, det prober, tr utteranceTranscriber, rules *wake.Rules, enc *json.Encoder) error {
+func transcribeSamples(ctx context.Context, file string, samples []float32, det prober, tr utteranceTranscriber, judge wakeJudge, enc *json.Encoder) error {
 	src := audio.NewSliceSource(samples, 0, time.Now())
 	defer src.Close()
-	return transcribeSource(ctx, file, src, det, tr, rules, enc)
+	return transcribeSource(ctx, file, src, det, tr, judge, enc)
 }
 
 // transcribeSource runs a 16 kHz mono source, named file in the output,
 // through the pipeline.
-func transcribeSource(ctx context.Context, file string, src audio.Source, det prober, tr utteranceTranscriber, rules *wake.Rules, enc *json.Encoder) error {
+func transcribeSource(ctx context.Context, file string, src audio.Source, det prober, tr utteranceTranscriber, judge wakeJudge, enc *json.Encoder) error {
 	det.Reset() // each file is its own stream
 	seg, err := segment.New(det, segment.DefaultConfig())
 	if err != nil {
@@ -252,8 +292,25 @@ func transcribeSource(ctx context.Context, file string, src audio.Source, det pr
 			Split:        u.Split,
 			Rejected:     res.Rejected,
 		}
-		if m := rules.Match(res.Text); m.Action != wake.None {
+		spotStart := time.Now()
+		m, hit, err := judge.match(u.Samples, res)
+		spotMS := time.Since(spotStart).Milliseconds()
+		if err != nil {
+			return fmt.Errorf("%s: utterance at %s: %w", file, msDuration(u.SpeechStart), err)
+		}
+		if m.Action != wake.None {
 			out.Wake = &wakeJSON{Action: m.Action, Remainder: m.Remainder, Before: m.Before}
+		}
+		if hit != nil {
+			out.Spot = &spotJSON{Score: math.Round(hit.Score*1000) / 1000, EndMS: hit.End.Milliseconds(), Heard: hit.Heard, MS: spotMS}
+			if tm := judge.rules.Match(res.Text); tm.Action != wake.None {
+				out.TextWake = &wakeJSON{Action: tm.Action, Remainder: tm.Remainder, Before: tm.Before}
+			}
+			if hit.Heard {
+				for _, w := range res.Words {
+					out.Words = append(out.Words, wordJSON{Text: w.Text, StartMS: w.Start.Milliseconds(), EndMS: w.End.Milliseconds()})
+				}
+			}
 		}
 		if err := enc.Encode(out); err != nil {
 			return fmt.Errorf("write result: %w", err)

@@ -170,6 +170,9 @@ func (d *Daemon) run(ctx context.Context) error {
 		if err := d.speech.loadWhisper(); err != nil {
 			return err
 		}
+		if err := d.speech.loadSpotter(); err != nil {
+			return err
+		}
 	}
 
 	// The speech path stops first on shutdown (so the utterance being spoken

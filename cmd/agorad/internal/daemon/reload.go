@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agora/agorad/cmd/agorad/internal/sdnotify"
 	"github.com/agora/agorad/configs"
@@ -25,11 +26,19 @@ var reloadable = map[string]func(c *commands, next *configs.Config) error{
 	"mode":      (*commands).reloadMode,
 }
 
+// restartOnly are fields of a reloadable section that a reload cannot
+// apply: whisper's bias and the keyword spotter are set up at start.
+var restartOnly = map[string]bool{"wake.bias": true, "wake.spotter": true, "wake.spotter_threshold": true}
+
 // planReload splits changed field paths into those a reload applies (with
 // the keys of reloadable to run, once each, in order) and those that need a
 // restart.
 func planReload(changed []string) (applied, keys, needRestart []string) {
 	for _, f := range changed {
+		if restartOnly[f] {
+			needRestart = append(needRestart, f)
+			continue
+		}
 		key := f
 		if _, ok := reloadable[key]; !ok {
 			key, _, _ = strings.Cut(f, ".")
@@ -122,6 +131,14 @@ func (w *wakeRules) Match(text string) wake.Match {
 	r := w.r
 	w.mu.Unlock()
 	return r.Match(text)
+}
+
+// MatchHeard places a name the keyword spotter heard with the current rules.
+func (w *wakeRules) MatchHeard(text string, words []wake.Word, nameEnd time.Duration) wake.Match {
+	w.mu.Lock()
+	r := w.r
+	w.mu.Unlock()
+	return r.MatchHeard(text, words, nameEnd)
 }
 
 func (w *wakeRules) set(r *wake.Rules) {

@@ -26,6 +26,8 @@ func TestPlanReload(t *testing.T) {
 		{"log format needs a restart", []string{"log.format"}, nil, nil, []string{"log.format"}},
 		{"both wake lists apply the rules once", []string{"wake.words", "wake.listen_words"},
 			[]string{"wake.words", "wake.listen_words"}, []string{"wake"}, nil},
+		{"wake bias and spotter need a restart", []string{"wake.words", "wake.bias", "wake.spotter", "wake.spotter_threshold"},
+			[]string{"wake.words"}, []string{"wake"}, []string{"wake.bias", "wake.spotter", "wake.spotter_threshold"}},
 		{"mixed", []string{"state_dir", "mode", "mqtt.password", "sounds.volume"},
 			[]string{"mode", "sounds.volume"}, []string{"mode", "sounds"}, []string{"state_dir", "mqtt.password"}},
 	}

@@ -124,7 +124,12 @@ func (r *Router) Handle(ctx context.Context, h Heard) (out Outcome, err error) {
 	if text == "" {
 		return out, r.release(h.AudioID)
 	}
-	m := r.rules.Match(text)
+	var m wake.Match
+	if h.Spotted {
+		m = r.rules.MatchHeard(text, h.Words, h.SpotEnd)
+	} else {
+		m = r.rules.Match(text)
+	}
 	out.Wake = m.Action
 	// The journaled audio goes with the last text stored from it, never
 	// with the words before the wake phrase: if the flush, the mode change

@@ -22,6 +22,7 @@ type Store interface {
 // Matcher finds wake phrases in a transcript.
 type Matcher interface {
 	Match(text string) wake.Match
+	MatchHeard(text string, words []wake.Word, nameEnd time.Duration) wake.Match
 }
 
 // Sounder plays a named earcon; it must not block on the audio device.
@@ -40,6 +41,11 @@ type Heard struct {
 	Duration   time.Duration
 	Source     string // "mic", "ptt", "typed", "file:<name>", "journal"
 	AudioID    string // journal entry of the audio; released when the text is stored
+	// Spotted: the keyword spotter heard the name in the audio, ending at
+	// SpotEnd; Words place it in the text (wake.Rules.MatchHeard).
+	Spotted bool
+	SpotEnd time.Duration
+	Words   []wake.Word
 }
 
 // Outcome says what the router did with one Heard, for status, metrics and tests.

@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"fmt"
 	"path/filepath"
 	"sync"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"github.com/agora/agorad/cmd/agorad/internal/evdev"
 	"github.com/agora/agorad/transcribe"
 	"github.com/agora/agorad/transcribe/model"
+	"github.com/agora/agorad/wake/kws"
 )
 
 // Transcriber turns one utterance into text (*transcribe.Transcriber).
@@ -31,7 +33,8 @@ type speech struct {
 	openSource func(ctx context.Context) (audio.Source, error)
 
 	whisper Transcriber
-	model   string // whisper model file, for status
+	model   string  // whisper model file, for status
+	spotter Spotter // hears the name in the audio; nil: whisper's text alone
 
 	pttMu   sync.Mutex
 	ptt     atomic.Bool
@@ -62,6 +65,60 @@ func (sp *speech) close() {
 	if sp.whisper != nil {
 		sp.whisper.Close()
 	}
+	if sp.spotter != nil {
+		sp.spotter.Close()
+	}
+}
+
+// Spotter hears the name in an utterance's audio (wake/kws.Spotter).
+type Spotter interface {
+	Spot(samples []float32) (kws.Hit, error)
+	Close() error
+}
+
+// loadSpotter opens the keyword spotter as wake.spotter asks: "auto" goes
+// on without it (whisper's text alone finds the name) when its front end is
+// missing, "on" does not.
+func (sp *speech) loadSpotter() error {
+	mode := sp.cfg.Wake.SpotterMode()
+	if mode == "off" {
+		return nil
+	}
+	s, err := kws.OpenDefault(sp.cfg.Wake.SpotterThreshold, model.Dirs(sp.cfg.ModelsDir())...)
+	if err != nil {
+		if mode == "on" {
+			return fmt.Errorf("wake.spotter is on: %w", err)
+		}
+		sp.log.Warn("keyword spotter unavailable: the name is found in whisper's text alone", "err", err)
+		return nil
+	}
+	sp.spotter = s
+	sp.log.Info("keyword spotter ready", "threshold", s.Threshold())
+	return nil
+}
+
+// spot runs the spotter on each job's audio while whisper works on them
+// (it needs one core for a fraction of whisper's time); wait returns one
+// hit per job, nil where there is no spotter or it failed (then whisper's
+// text alone decides, as without a spotter).
+func (sp *speech) spot(jobs []job) (wait func() []*kws.Hit) {
+	hits := make([]*kws.Hit, len(jobs))
+	if sp.spotter == nil {
+		return func() []*kws.Hit { return hits }
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i, j := range jobs {
+			h, err := sp.spotter.Spot(j.samples)
+			if err != nil {
+				sp.log.Warn("keyword spotter failed; whisper's text alone decides", "audio_id", j.audioID, "err", err)
+				continue
+			}
+			hits[i] = &h
+		}
+	}()
+	return func() []*kws.Hit { <-done; return hits }
 }
 
 // needsWhisper reports whether anything will produce audio for whisper: a
@@ -80,9 +137,11 @@ func (sp *speech) loadWhisper() error {
 		return err
 	}
 	sp.model = filepath.Base(path)
+	rules := sp.cfg.Wake.Rules()
 	w, err := transcribe.New(transcribe.Options{
 		ModelPath: path, Language: sp.cfg.Transcribe.Language, Threads: sp.cfg.Transcribe.Threads,
 		InitialPrompt: sp.cfg.Transcribe.InitialPrompt, Terms: sp.cfg.Transcribe.Contexts,
+		Hotwords: rules.Hotwords(), HotwordBias: rules.Bias,
 		Logger: sp.log.With("component", "whisper"),
 	})
 	if err != nil {
@@ -283,9 +342,11 @@ func (sp *speech) transcribeJobs(ctx context.Context, jobs []job) {
 	for i, j := range jobs {
 		utts[i] = j.samples
 	}
+	spotted := sp.spot(jobs)
 	results, err := sp.whisper.(batchTranscriber).TranscribeBatch(ctx, utts)
+	hits := spotted()
 	for i, res := range results {
-		sp.route(ctx, jobs[i], res)
+		sp.route(ctx, jobs[i], res, hits[i])
 	}
 	if err != nil {
 		rest := jobs[len(results):]
@@ -305,12 +366,14 @@ func (sp *speech) transcribeJobs(ctx context.Context, jobs []job) {
 }
 
 func (sp *speech) transcribeOne(ctx context.Context, j job) {
+	spotted := sp.spot([]job{j})
 	res, err := sp.whisper.Transcribe(ctx, j.samples)
+	hit := spotted()[0]
 	if err != nil {
 		sp.failed(j, err)
 		return
 	}
-	sp.route(ctx, j, res)
+	sp.route(ctx, j, res, hit)
 }
 
 // failed records a whisper call that did not return text for j.
@@ -323,7 +386,7 @@ func (sp *speech) failed(j job, err error) {
 
 // route hands j's transcript to the router, which releases its journal
 // entry once the text is stored or sent.
-func (sp *speech) route(ctx context.Context, j job, res transcribe.Result) {
+func (sp *speech) route(ctx context.Context, j job, res transcribe.Result, hit *kws.Hit) {
 	defer sp.pending.Done()
 	sp.met.Transcribed(res.ProcessingTime, res.AudioDuration)
 	sp.heard.Add(1)
@@ -334,6 +397,7 @@ func (sp *speech) route(ctx context.Context, j job, res transcribe.Result) {
 	out, err := sp.router.Handle(ctx, Heard{
 		Text: res.Text, Lang: res.Lang, Confidence: res.Confidence,
 		StartedAt: j.started, Duration: j.duration, Source: j.source, AudioID: j.audioID,
+		Spotted: hit != nil && hit.Heard, SpotEnd: spotEnd(hit), Words: res.Words,
 	})
 	if err != nil {
 		sp.refusals.noteRefusal(err)
@@ -353,4 +417,11 @@ func rtf(r transcribe.Result) float64 {
 		return 0
 	}
 	return r.ProcessingTime.Seconds() / r.AudioDuration.Seconds()
+}
+
+func spotEnd(h *kws.Hit) time.Duration {
+	if h == nil {
+		return 0
+	}
+	return h.End
 }

@@ -1,0 +1,46 @@
+package main
+
+import (
+	"github.com/agora/agorad/transcribe"
+	"github.com/agora/agorad/transcribe/model"
+	"github.com/agora/agorad/wake"
+	"github.com/agora/agorad/wake/kws"
+)
+
+// wakeJudge decides what an utterance asks: whisper's text through the
+// wake rules, and, when the keyword spotter runs, the name heard in the
+// audio itself (wake.Rules.MatchHeard).
+type wakeJudge struct {
+	rules *wake.Rules
+	spot  *kws.Spotter // nil: text alone
+}
+
+// match returns the verdict on one utterance and the spotter's best window
+// (nil without a spotter).
+func (j wakeJudge) match(samples []float32, res transcribe.Result) (wake.Match, *kws.Hit, error) {
+	if j.spot == nil || res.Text == "" {
+		return j.rules.Match(res.Text), nil, nil
+	}
+	hit, err := j.spot.Spot(samples)
+	if err != nil {
+		return wake.Match{}, nil, err
+	}
+	if !hit.Heard {
+		return j.rules.Match(res.Text), &hit, nil
+	}
+	return j.rules.MatchHeard(res.Text, res.Words, hit.End), &hit, nil
+}
+
+// openSpotter opens the keyword spotter with the built-in head: its front
+// end from dir (a directory holding kws/ or the files themselves), or found
+// in the model places when dir is empty.
+func openSpotter(dir string, threshold float64) (*kws.Spotter, error) {
+	if dir == "" {
+		return kws.OpenDefault(threshold, model.Dirs()...)
+	}
+	head, err := kws.DefaultHead()
+	if err != nil {
+		return nil, err
+	}
+	return kws.Open(dir, head, threshold)
+}
