@@ -31,7 +31,7 @@ PKGS := ./...
 VERSION := $(or $(VERSION),$(shell sh scripts/version.sh))
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all deps whisper shim build test-fresh goenv deb test-system test test-short vet fmt run bench clean reference-graph refgraph-venv refgraph-test models fuzz test-fleet bench-bridge
+.PHONY: all deps whisper shim build test-fresh goenv deb test-system test test-short vet fmt run bench clean reference-graph refgraph-venv refgraph-test py-test models fuzz test-fleet bench-bridge
 
 all: build
 
@@ -88,7 +88,7 @@ vet: shim
 # The README's test command: installs what is missing, then vet, gofmt and
 # every test on the real components (PortAudio via the ALSA file plugin,
 # whisper.cpp, Silero VAD, Badger, mosquitto).
-test: deps shim vet refgraph-test
+test: deps shim vet refgraph-test py-test
 	@$(MAKE) --no-print-directory models || echo "make test: no real Whisper models (models/UNAVAILABLE says why): the accuracy tests will skip"
 	@mkdir -p build
 	@echo "$(GO) test -count=1 -timeout 40m -v $(PKGS) (full output: build/test.log)"
@@ -148,6 +148,11 @@ refgraph-venv:
 
 refgraph-test:
 	bash scripts/refgraph.sh test
+
+# The benchmarks' and the spotter trainer's Python: ruff, and the wake
+# benchmark's small corpus under pytest (the reference graph's venv has both).
+py-test:
+	bash scripts/refgraph.sh pytools bench/wakebench wake/kws/train
 
 bench: build
 	bash bench/run.sh

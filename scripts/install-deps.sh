@@ -26,6 +26,8 @@
 # Test-only (AGORAD_DEPS_TEST=0 leaves them out):
 #   sox, libsox-fmt-all            audio conversion and noise in tests and benchmarks
 #   nats-server                    MQTT broker + JetStream for the bridge's fleet tests
+#   flite, festival,               English voices the wake-word spotter never trained
+#   festvox-kallpc16k              on (bench/wakebench, ENGINES)
 #   debootstrap, systemd-container make test-system and make test-fresh (fresh roots,
 #                                  booted systemd); systemd-container pinned to the
 #                                  host's systemd version so nothing else moves
@@ -56,7 +58,7 @@ export DEBIAN_FRONTEND=noninteractive
 want=(gcc g++ libc6-dev binutils make cmake pkg-config dpkg-dev python3-pip python3-venv
   portaudio19-dev alsa-utils espeak-ng procps mosquitto mosquitto-clients)
 if [ "${AGORAD_DEPS_TEST:-1}" != 0 ]; then
-  want+=(sox libsox-fmt-all nats-server debootstrap)
+  want+=(sox libsox-fmt-all nats-server debootstrap flite festival festvox-kallpc16k)
 fi
 case "${AGORAD_DEPS_CROSS:-}" in
   "") ;;

@@ -5,6 +5,7 @@
 #   scripts/refgraph.sh venv         install if needed; the last line printed is the venv's python
 #   scripts/refgraph.sh serve PORT   serve http://127.0.0.1:PORT/agui until SIGTERM (exec, so the signal reaches uvicorn)
 #   scripts/refgraph.sh test         ruff check + pytest
+#   scripts/refgraph.sh pytools DIR...  the same on other Python directories
 #
 # REFGRAPH_VENV overrides the venv directory (default refgraph/.venv), PYTHON
 # the interpreter that creates it (3.11 or newer). The venv is rebuilt when
@@ -59,8 +60,23 @@ test)
 	# pytest exits 5 when it collects no test: that is a failure here too.
 	"$venv/bin/python" -m pytest -q
 	;;
+pytools)
+	# ruff and pytest, with the reference graph's pinned tools, on other
+	# Python directories of the project (each with its own ruff.toml or
+	# bench/wakebench's).
+	shift
+	ensure_venv
+	cd "$root"
+	for d in "$@"; do
+		cfg=$d/ruff.toml
+		[ -f "$cfg" ] || cfg=bench/wakebench/ruff.toml
+		"$venv/bin/ruff" check --config "$cfg" "$d"
+		"$venv/bin/ruff" format --check --config "$cfg" "$d"
+	done
+	"$venv/bin/python" -m pytest -q -p no:cacheprovider "$@"
+	;;
 *)
-	echo "usage: $0 venv | serve PORT | test" >&2
+	echo "usage: $0 venv | serve PORT | test | pytools DIR..." >&2
 	exit 2
 	;;
 esac

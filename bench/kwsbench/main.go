@@ -1,0 +1,207 @@
+// Command kwsbench runs the keyword spotter alone over the wake benchmark's
+// corpus (bench/wakebench) and prints, for a range of thresholds, the
+// detection rate per language, position and noise and the false triggers
+// per hour of negatives and on the near-misses: the table the head's
+// threshold is chosen from (docs/wake.md). The spotter scores each file
+// whole, as if it listened continuously (the daemon scores only what the
+// VAD passes, one verdict per utterance: fewer chances to trigger), and
+// triggers at most once per refractory period. English positives spoken by
+// engines the head never trained on (corpus.py --engines) are a column of
+// their own.
+//
+//	go run ./bench/kwsbench -corpus bench/out/wake/corpus [-kws models/kws] [-head FILE]
+package main
+
+import (
+	"encoding/csv"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/agora/agorad/audio"
+	"github.com/agora/agorad/wake/kws"
+)
+
+type row struct {
+	file, set, lang, position, kind string
+	engine                          string // espeak, or the other engine that spoke it (flite:awb: flite)
+	scores                          []float64
+	ends                            []int
+	seconds                         float64
+}
+
+func main() {
+	corpus := flag.String("corpus", "bench/out/wake/corpus", "corpus directory (corpus.tsv)")
+	dir := flag.String("kws", "models/kws", "the spotter's front end")
+	refractory := flag.Duration("refractory", 1500*time.Millisecond, "one trigger per this much audio")
+	headFile := flag.String("head", "", "a head file to measure instead of the built-in one")
+	flag.Parse()
+	head, err := kws.DefaultHead()
+	if *headFile != "" {
+		var b []byte
+		if b, err = os.ReadFile(*headFile); err == nil {
+			head, err = kws.ParseHead(b)
+		}
+	}
+	if err != nil {
+		fail(err)
+	}
+	s, err := kws.Open(*dir, head, 0)
+	if err != nil {
+		fail(err)
+	}
+	defer s.Close()
+	rows, err := readCorpus(filepath.Join(*corpus, "corpus.tsv"))
+	if err != nil {
+		fail(err)
+	}
+	var audioSec float64
+	start := time.Now()
+	for i := range rows {
+		r := &rows[i]
+		samples, err := audio.ReadFile(filepath.Join(*corpus, r.file))
+		if err != nil {
+			fail(err)
+		}
+		r.seconds = float64(len(samples)) / audio.SampleRate
+		audioSec += r.seconds
+		if r.scores, r.ends, err = s.Scores(samples); err != nil {
+			fail(fmt.Errorf("%s: %w", r.file, err))
+		}
+	}
+	took := time.Since(start)
+	fmt.Printf("# kwsbench: %d files, %.2f h of audio scored in %s (%.1f%% of real time, one thread); head threshold %.2f; %s\n\n",
+		len(rows), audioSec/3600, took.Round(time.Second), 100*took.Seconds()/audioSec, head.Threshold, head.Trained)
+	thresholds := []float64{0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99, 0.995, 0.999}
+	if !slices.Contains(thresholds, head.Threshold) {
+		thresholds = append(thresholds, head.Threshold)
+		sort.Float64s(thresholds)
+	}
+	refr := int(refractory.Seconds() * audio.SampleRate)
+	var engines []string // other engines, in the corpus's order
+	for _, r := range rows {
+		if r.engine != "espeak" && !slices.Contains(engines, r.engine) {
+			engines = append(engines, r.engine)
+		}
+	}
+	fmt.Print("| threshold | en start | en mid | en listen | nl start | nl mid | nl listen | noisy (10 dB) |")
+	for _, e := range engines {
+		fmt.Printf(" en by %s |", e)
+	}
+	fmt.Println(" false/h babble | recordings waking | near-miss files (other engines) |")
+	fmt.Println("|---|---|---|---|---|---|---|---|" + strings.Repeat("---|", len(engines)) + "---|---|---|")
+	for _, th := range thresholds {
+		det := map[string][2]int{}
+		var falseN, clipN, clips, nearN, nearOther int
+		var negSec float64
+		for _, r := range rows {
+			n := triggers(r, th, refr)
+			if r.set == "pos" {
+				key := r.lang + " " + r.position
+				switch {
+				case r.engine != "espeak" && r.kind == "clean":
+					key = "by " + r.engine
+				case r.engine != "espeak":
+					continue // other engines' noisy copies: in "other" clean only
+				case strings.HasPrefix(r.kind, "noise"):
+					key = "noisy"
+				}
+				c := det[key]
+				c[1]++
+				if n > 0 {
+					c[0]++
+				}
+				det[key] = c
+				continue
+			}
+			switch r.kind {
+			case "nearmiss":
+				if n > 0 && r.engine != "espeak" {
+					nearOther++
+				}
+				if n > 0 {
+					nearN++
+				}
+			case "clip": // the shared real recordings
+				clips++
+				if n > 0 {
+					clipN++
+				}
+			default:
+				negSec += r.seconds
+				falseN += n
+			}
+		}
+		cell := func(k string) string {
+			c := det[k]
+			return fmt.Sprintf("%.0f %% (%d/%d)", 100*float64(c[0])/float64(max(c[1], 1)), c[0], c[1])
+		}
+		mark := ""
+		if th == head.Threshold {
+			mark = " (head's)"
+		}
+		fmt.Printf("| %.2f%s | %s | %s | %s | %s | %s | %s | %s |", th, mark,
+			cell("en start"), cell("en mid"), cell("en listen"), cell("nl start"), cell("nl mid"), cell("nl listen"), cell("noisy"))
+		for _, e := range engines {
+			fmt.Printf(" %s |", cell("by "+e))
+		}
+		fmt.Printf(" %.2f (%d in %.2f h) | %d of %d | %d (%d) |\n",
+			float64(falseN)/max(negSec/3600, 1e-9), falseN, negSec/3600, clipN, clips, nearN, nearOther)
+	}
+}
+
+// triggers counts the windows at or over th, at most one per refractory
+// samples.
+func triggers(r row, th float64, refractory int) int {
+	n, last := 0, -1<<31
+	for i, sc := range r.scores {
+		if sc >= th && r.ends[i]-last >= refractory {
+			n++
+			last = r.ends[i]
+		}
+	}
+	return n
+}
+
+func readCorpus(path string) ([]row, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	cr := csv.NewReader(f)
+	cr.Comma = '\t'
+	cr.LazyQuotes = true
+	cr.FieldsPerRecord = -1
+	var rows []row
+	for n := 0; ; n++ {
+		rec, err := cr.Read()
+		if err == io.EOF {
+			return rows, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", path, err)
+		}
+		if n == 0 || len(rec) < 5 {
+			continue
+		}
+		engine := "espeak"
+		if len(rec) > 5 {
+			if e, _, ok := strings.Cut(rec[5], ":"); ok {
+				engine = e
+			}
+		}
+		rows = append(rows, row{file: rec[0], set: rec[1], lang: rec[2], position: rec[3], kind: rec[4], engine: engine})
+	}
+}
+
+func fail(err error) {
+	fmt.Fprintln(os.Stderr, "kwsbench:", err)
+	os.Exit(1)
+}

@@ -1,0 +1,165 @@
+# Copyright The agorad Authors. Licensed under the Apache License, Version 2.0.
+"""Scores one run of the wake-phrase benchmark (issue 21).
+
+Reads the corpus (corpus.tsv) and the JSON lines `agorad transcribe` wrote
+for it, and prints a markdown table row set: detection per language,
+position and noise; false wakes per hour of negatives and on the
+near-misses; word error rate of the question after the name; the
+spotter's time against whisper's.
+
+    python3 score.py CORPUS_DIR RUN.jsonl --label NAME [--langs en,nl] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import re
+import sys
+import wave
+from collections import defaultdict
+from pathlib import Path
+
+WORD = re.compile(r"[\w']+", re.UNICODE)
+
+
+def words(text: str) -> list[str]:
+    return [w.lower() for w in WORD.findall(text)]
+
+
+def edits(a: list[str], b: list[str]) -> int:
+    prev = list(range(len(b) + 1))
+    for i, x in enumerate(a, 1):
+        cur = [i] + [0] * len(b)
+        for j, y in enumerate(b, 1):
+            cur[j] = min(prev[j] + 1, cur[j - 1] + 1, prev[j - 1] + (x != y))
+        prev = cur
+    return prev[-1]
+
+
+def seconds(path: Path) -> float:
+    with wave.open(str(path)) as w:
+        return w.getnframes() / w.getframerate()
+
+
+def load_runs(path: Path) -> dict[str, list[dict]]:
+    by_file: dict[str, list[dict]] = defaultdict(list)
+    with path.open() as f:
+        for line in f:
+            line = line.strip()
+            if line.startswith("{"):
+                d = json.loads(line)
+                by_file[Path(d["file"]).name].append(d)
+    return by_file
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("corpus", type=Path)
+    ap.add_argument("run", type=Path)
+    ap.add_argument("--label", required=True)
+    ap.add_argument("--langs", default="en,nl", help="languages of the positives scored")
+    ap.add_argument("--json", type=Path)
+    ap.add_argument("--files", type=Path, help="the files the run was given (default: those with output)")
+    ap.add_argument(
+        "--key", default="wake", help="the verdict scored: wake, or text_wake (whisper's text alone, in a spotter run)"
+    )
+    a = ap.parse_args()
+    langs = set(a.langs.split(","))
+    runs = load_runs(a.run)
+    with (a.corpus / "corpus.tsv").open() as f:
+        # Positives of the model's languages; every negative (a device
+        # with the English model still hears Dutch).
+        rows = [r for r in csv.DictReader(f, delimiter="\t") if r["set"] == "neg" or r["lang"] in langs]
+    ran = {Path(p).name for p in a.files.read_text().split()} if a.files else set(runs)
+    rows = [r for r in rows if Path(r["file"]).name in ran]
+
+    det: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
+    rem_err = rem_len = 0
+    neg_seconds = 0.0
+    false: dict[str, int] = defaultdict(int)
+    nearmiss_files: list[str] = []
+    missing = 0
+    spot_ms = whisper_ms = 0
+    utts = 0
+    for r in rows:
+        res = runs.get(Path(r["file"]).name, [])
+        if not res:
+            missing += 1  # the VAD found no utterance: a miss for a positive
+        for u in res:
+            utts += 1
+            whisper_ms += u.get("processing_ms", 0)
+            if a.key == "wake":
+                spot_ms += (u.get("spot") or {}).get("ms", 0)
+        if a.threshold:
+            # Below the threshold the spotter did not hear the name: the
+            # verdict is whisper's text alone.
+            res = [{**u, "wake": u.get("text_wake")} if (u.get("spot") or {}).get("score", 1) < a.threshold else u for u in res]
+        wakes = [{**u, "wake": u[a.key]} for u in res if u.get(a.key)]
+        if r["set"] == "pos":
+            want = "listen" if r["position"] == "listen" else "feedback"
+            ok = any(u["wake"]["action"] == want for u in wakes)
+            noise = "noise" if r["kind"].startswith("noise") else "clean"
+            cell = det[(r["lang"], r["position"], noise)]
+            cell[0] += ok
+            cell[1] += 1
+            if ok and r["position"] != "listen":
+                got = next(u["wake"]["remainder"] for u in wakes if u["wake"]["action"] == want)
+                ref = words(r["remainder"])
+                rem_err += edits(ref, words(got))
+                rem_len += len(ref)
+        else:
+            neg_seconds += seconds(a.corpus / r["file"])
+            false[r["kind"]] += len(wakes)
+            if wakes and r["kind"] == "nearmiss":
+                nearmiss_files.append(f"{r['file']}: {wakes[0]['text']!r}")
+
+    out = {"label": a.label, "missing": missing, "utterances": utts}
+    print(f"### {a.label}\n")
+    print("| lang | position | clean | 10 dB noise |\n|---|---|---|---|")
+    for lang in sorted(langs):
+        for pos in ("start", "mid", "listen"):
+            c, n = det[(lang, pos, "clean")], det[(lang, pos, "noise")]
+            if c[1] + n[1] == 0:
+                continue
+            pc = f"{c[0]}/{c[1]} ({100 * c[0] / max(c[1], 1):.0f} %)"
+            pn = f"{n[0]}/{n[1]} ({100 * n[0] / max(n[1], 1):.0f} %)"
+            print(f"| {lang} | {pos} | {pc} | {pn} |")
+            out[f"{lang}-{pos}"] = [c, n]
+    hours = neg_seconds / 3600
+    total_false = sum(false.values())
+    print(
+        f"\nnegatives: {hours:.2f} h, false wakes {total_false} "
+        f"({total_false / max(hours, 1e-9):.2f}/h): " + ", ".join(f"{k} {v}" for k, v in sorted(false.items()))
+    )
+    if nearmiss_files:
+        print("near-miss wakes: " + "; ".join(nearmiss_files[:10]))
+    wer = 100 * rem_err / max(rem_len, 1)
+    print(f"question after the name: WER {wer:.1f} % over {rem_len} words of detected positives")
+    if whisper_ms:
+        print(
+            f"spotter {spot_ms} ms against whisper {whisper_ms} ms over {utts} utterances "
+            f"({100 * spot_ms / whisper_ms:.1f} % of whisper's wall time)"
+        )
+    if missing:
+        print(f"{missing} files without an utterance (the VAD heard nothing)")
+    out.update(
+        {
+            "neg_hours": hours,
+            "false": dict(false),
+            "false_per_hour": total_false / max(hours, 1e-9),
+            "nearmiss": nearmiss_files,
+            "remainder_wer": wer,
+            "spot_ms": spot_ms,
+            "whisper_ms": whisper_ms,
+        }
+    )
+    if a.json:
+        a.json.write_text(json.dumps(out, indent=1))
+    print()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
