@@ -60,7 +60,18 @@ func (r *Rules) MatchHeard(text string, words []Word, nameEnd time.Duration) Mat
 	// The composed text has the name where it was said, and no other (the
 	// transcript matched none): Match then handles greetings before it and
 	// listen words after it as for a written name.
-	m := r.Match(strings.TrimSpace(strings.Join(before, " ") + " " + r.name + " " + strings.Join(after, " ")))
+	compose := func(after []string) Match {
+		return r.Match(strings.TrimSpace(strings.Join(before, " ") + " " + r.name + " " + strings.Join(after, " ")))
+	}
+	m := compose(after)
+	// Word times are rough: when the last of the misheard name was put
+	// after it ("Gorbeth, listen."), listen words that end the utterance
+	// still switch back.
+	if m.Action != Listen && len(after) >= 2 {
+		if alt := compose(after[1:]); alt.Action == Listen && alt.Remainder == "" {
+			m, name = alt, append(name, after[0])
+		}
+	}
 	m.Phrase = strings.Join(name, " ")
 	return m
 }
