@@ -65,6 +65,12 @@ def main() -> int:
     ap.add_argument(
         "--key", default="wake", help="the verdict scored: wake, or text_wake (whisper's text alone, in a spotter run)"
     )
+    ap.add_argument(
+        "--threshold",
+        type=float,
+        default=0.0,
+        help="score the spotter as if its threshold were this (at least the run's): below it, whisper's text decides",
+    )
     a = ap.parse_args()
     langs = set(a.langs.split(","))
     runs = load_runs(a.run)
@@ -95,7 +101,10 @@ def main() -> int:
         if a.threshold:
             # Below the threshold the spotter did not hear the name: the
             # verdict is whisper's text alone.
-            res = [{**u, "wake": u.get("text_wake")} if (u.get("spot") or {}).get("score", 1) < a.threshold else u for u in res]
+            res = [
+                {**u, "wake": u.get("text_wake")} if (u.get("spot") or {}).get("score", 1) < a.threshold else u
+                for u in res
+            ]
         wakes = [{**u, "wake": u[a.key]} for u in res if u.get(a.key)]
         if r["set"] == "pos":
             want = "listen" if r["position"] == "listen" else "feedback"
