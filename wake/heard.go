@@ -30,9 +30,9 @@ const (
 // ("I've got a", "$1") are the name: the words before stay notes, the words
 // after are the request, and listen words right after switch back, as if
 // whisper had written the name. Without word times the whole text is the
-// request. Where whisper wrote a rejected word (Config.Reject: "angora",
-// "agoraphobia") at the name's place, or anywhere when there are no times,
-// it heard the word that sounds like the name: no wake.
+// request. Where whisper wrote a rejected word longer than the name
+// (Config.Reject: "angora", "agoraphobia") at the name's place, or anywhere
+// when there are no times, the name was heard inside that word: no wake.
 func (r *Rules) MatchHeard(text string, words []Word, nameEnd time.Duration) Match {
 	if m := r.Match(text); m.Action != None {
 		return m
@@ -42,7 +42,7 @@ func (r *Rules) MatchHeard(text string, words []Word, nameEnd time.Duration) Mat
 	for _, w := range words {
 		switch {
 		case w.Start < 0 || w.End < 0:
-			if r.rejects(text) {
+			if r.vetoes(text) {
 				return Match{}
 			}
 			return r.Match(r.name + " " + text)
@@ -54,7 +54,7 @@ func (r *Rules) MatchHeard(text string, words []Word, nameEnd time.Duration) Mat
 			name = append(name, w.Text)
 		}
 	}
-	if r.rejects(strings.Join(name, " ")) {
+	if r.vetoes(strings.Join(name, " ")) {
 		return Match{}
 	}
 	// The composed text has the name where it was said, and no other (the
@@ -76,11 +76,17 @@ func (r *Rules) MatchHeard(text string, words []Word, nameEnd time.Duration) Mat
 	return m
 }
 
-// rejects reports whether text holds a rejected word or phrase.
-func (r *Rules) rejects(text string) bool {
-	for _, b := range r.blocked(tokens(text)) {
-		if b {
-			return true
+// vetoes reports whether text holds a rejected word or phrase longer than
+// the name: the name heard inside another word ("angora", "agorafobie").
+// Shorter ones ("Agra", "ahora") are how whisper writes the name itself.
+func (r *Rules) vetoes(text string) bool {
+	toks := tokens(text)
+	nameKey := len(soundKey(tokens(r.name)))
+	for i := range toks {
+		for n := 1; n <= maxReject && i+n <= len(toks); n++ {
+			if k := soundKey(toks[i : i+n]); r.reject[k] && len(k) > nameKey {
+				return true
+			}
 		}
 	}
 	return false

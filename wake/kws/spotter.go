@@ -17,6 +17,9 @@ const (
 	EmbeddingFile = "embedding_model.tflite"
 )
 
+// tailPad is the silence put after an utterance before it is scored.
+const tailPad = 4 * chunk // 320 ms: the head answers up to that long after the name
+
 // Hit is where in an utterance the name was heard best.
 type Hit struct {
 	Score float64       // the head's probability at its best window
@@ -61,7 +64,8 @@ func (s *Spotter) Spot(samples []float32) (Hit, error) {
 	var best Hit
 	for i, sc := range scores {
 		if sc > best.Score {
-			best = Hit{Score: sc, End: time.Duration(max(ends[i], 0)) * time.Second / sampleRate}
+			end := min(max(ends[i], 0), len(samples)) // never past the utterance
+			best = Hit{Score: sc, End: time.Duration(end) * time.Second / sampleRate}
 		}
 	}
 	best.Heard = best.Score >= s.threshold
@@ -76,7 +80,12 @@ func (s *Spotter) Scores(samples []float32) (scores []float64, ends []int, err e
 	if s.fe == nil {
 		return nil, nil, fmt.Errorf("keyword spotter closed")
 	}
-	embs, first, err := s.fe.embeddings(samples)
+	// The VAD may cut an utterance right after the name ("Agora," then a
+	// pause): the windows that end after it, where the head answers, come
+	// from silence added here, as the training clips have it.
+	padded := make([]float32, len(samples)+tailPad)
+	copy(padded, samples)
+	embs, first, err := s.fe.embeddings(padded)
 	if err != nil {
 		return nil, nil, fmt.Errorf("spot the name: %w", err)
 	}
