@@ -3,7 +3,7 @@
 
     python train.py gen   OUT      synthesise the training clips (espeak-ng, sox)
     python train.py embed OUT      their embeddings, by the daemon's own front end
-    python train.py fit   OUT HEAD train, pick the threshold, write the head (JSON)
+    python train.py fit   OUT HEAD train, write the head (JSON) with the threshold KWS_THRESHOLD
 
 Positives: the name alone, first, last or inside carrier phrases of random
 inspection words, English and Dutch, by every espeak-ng English voice and the
@@ -480,12 +480,13 @@ def fit(out: Path, head_path: Path) -> None:
         s = mlp.scores(d[1])
         return float(s.max()) if len(s) else 0.0
 
-    # The threshold: the lowest at which at most 1 % of the training
-    # negative clips wake, never under 0.5 (the benchmark, bench/kwsbench,
-    # is where the shipped threshold is chosen).
+    # The threshold is the benchmark's choice (KWS_THRESHOLD, default 0.99:
+    # bench/kwsbench and bench/wakebench, docs/wake.md); printed beside it,
+    # the lowest at which at most 1 % of the training negatives would wake.
     neg_train = np.sort([clip_max(d) for d in train if d[0]["kind"] == "neg"])[::-1]
-    allowed = int(0.01 * len(neg_train))
-    threshold = float(min(0.99, max(0.5, neg_train[allowed] + 1e-3)))
+    one_percent = float(neg_train[int(0.01 * len(neg_train))] + 1e-3)
+    threshold = float(os.environ.get("KWS_THRESHOLD", "0.99"))
+    print(f"fit: 1 % of the training negatives wake from {one_percent:.3f}", file=sys.stderr)
     neg_max = neg_train
     report = []
     for split in ("train", "holdout") if holdout else ("train",):
