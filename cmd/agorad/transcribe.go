@@ -105,6 +105,14 @@ type wakeJSON struct {
 	Before    string      `json:"before,omitempty"`
 }
 
+// wakeOf is m as JSON, nil when it is no wake phrase.
+func wakeOf(m wake.Match) *wakeJSON {
+	if m.Action == wake.None {
+		return nil
+	}
+	return &wakeJSON{Action: m.Action, Remainder: m.Remainder, Before: m.Before}
+}
+
 // cmdTranscribe runs each file through the daemon's pipeline (decode,
 // segment with the Silero VAD, whisper, wake rules) and writes one JSON
 // object per utterance. A file that fails is reported on stderr and the
@@ -293,19 +301,15 @@ func transcribeSource(ctx context.Context, file string, src audio.Source, det pr
 			Rejected:     res.Rejected,
 		}
 		spotStart := time.Now()
-		m, hit, err := judge.match(u.Samples, res)
+		m, textOnly, hit, err := judge.match(u.Samples, res)
 		spotMS := time.Since(spotStart).Milliseconds()
 		if err != nil {
 			return fmt.Errorf("%s: utterance at %s: %w", file, msDuration(u.SpeechStart), err)
 		}
-		if m.Action != wake.None {
-			out.Wake = &wakeJSON{Action: m.Action, Remainder: m.Remainder, Before: m.Before}
-		}
+		out.Wake = wakeOf(m)
 		if hit != nil {
 			out.Spot = &spotJSON{Score: math.Round(hit.Score*1000) / 1000, EndMS: hit.End.Milliseconds(), Heard: hit.Heard, MS: spotMS}
-			if tm := judge.rules.Match(res.Text); tm.Action != wake.None {
-				out.TextWake = &wakeJSON{Action: tm.Action, Remainder: tm.Remainder, Before: tm.Before}
-			}
+			out.TextWake = wakeOf(textOnly)
 			if hit.Heard {
 				for _, w := range res.Words {
 					out.Words = append(out.Words, wordJSON{Text: w.Text, StartMS: w.Start.Milliseconds(), EndMS: w.End.Milliseconds()})

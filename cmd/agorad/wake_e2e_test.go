@@ -8,6 +8,7 @@ import (
 
 	"github.com/agora/agorad/audio"
 	"github.com/agora/agorad/audio/testaudio"
+	"github.com/agora/agorad/cmd/internal/control"
 	"github.com/agora/agorad/sync/brokertest"
 )
 
@@ -38,25 +39,7 @@ func TestRunWakePhraseRealWhisper(t *testing.T) {
 		t.Skip("end-to-end with real Whisper weights: slow")
 	}
 	model := testaudio.RealModel(t, "tiny.en")
-	// Each sentence starts on a multiple of the VAD's 512-sample frame, so
-	// what whisper gets of one sentence does not depend on the length of
-	// the ones before it.
-	parts := [][]float32{make([]float32, 32*512)}
-	for _, s := range wakeRound {
-		sp := testaudio.SpeakArgs(t, s, wakeVoices["en"]...)
-		gap := 2500*audio.SampleRate/1000 + (512-(len(sp)+2500*audio.SampleRate/1000)%512)%512
-		parts = append(parts, sp, make([]float32, gap))
-	}
-	speech := testaudio.Concat(parts...)
-
-	// How many utterances the daemon's segmenter finds in this audio: one
-	// per sentence, or the test's premise is wrong.
-	us := segmentTruth(t, speech)
-	if len(us) != len(wakeRound) {
-		t.Fatalf("segmenter found %d utterances in %d sentences", len(us), len(wakeRound))
-	}
-
-	testaudio.NewVirtualMic(t, speech, testaudio.DiscardPlayback())
+	testaudio.NewVirtualMic(t, spokenRound(t, wakeRound), testaudio.DiscardPlayback())
 	broker := brokertest.Start(t)
 	sub := broker.Subscribe(t, "agora/v1/inspector-7/#")
 	cfg := baseConfig(t, broker.URL())
@@ -70,27 +53,7 @@ func TestRunWakePhraseRealWhisper(t *testing.T) {
 	// window and the text changes with how the jobs happened to queue
 	// ("log it as serious" became "laga desirias" in one run).
 	d := startPacedDaemon(t, cfg)
-
-	deadline := time.Now().Add(4 * time.Minute)
-	for status(t, d.socket).Transcriptions < uint64(len(us)) && time.Now().Before(deadline) {
-		time.Sleep(200 * time.Millisecond)
-	}
-	st := status(t, d.socket)
-	if st.Transcriptions < uint64(len(us)) {
-		t.Fatalf("whisper ran %d times in 4 min, want %d\n%s", st.Transcriptions, len(us), d.log.String())
-	}
-	time.Sleep(time.Second) // the last text is routed after its whisper call returns
-	st = status(t, d.socket)
-	// Everything sent in feedback mode is on the broker within seconds.
-	sub.WaitFor(20*time.Second, func(m []brokertest.Message) bool { return len(dataMessages(m)) >= 3 })
-	time.Sleep(time.Second)
-	got := dataMessages(sub.Messages())
-	var desc []string
-	for _, m := range got {
-		desc = append(desc, describe(m))
-	}
-	export, _ := agoractl(t, d.socket, "buffer", "export")
-	t.Logf("backend received:\n%s\nlisten buffer:\n%s", strings.Join(desc, "\n"), export)
+	st, got, desc, export := heardRound(t, d, sub, len(wakeRound), 3)
 
 	// The batch, the question, the words before the switch back; nothing
 	// else: the near-miss stays on the device.
@@ -136,19 +99,7 @@ func TestRunSpottedNameRealWhisper(t *testing.T) {
 	}
 	model := testaudio.RealModel(t, "tiny.en")
 	kwsDir := testaudio.SpotterDir(t)
-	parts := [][]float32{make([]float32, 32*512)}
-	for _, s := range spottedRound {
-		sp := testaudio.SpeakArgs(t, s, wakeVoices["en"]...)
-		gap := 2500*audio.SampleRate/1000 + (512-(len(sp)+2500*audio.SampleRate/1000)%512)%512
-		parts = append(parts, sp, make([]float32, gap))
-	}
-	speech := testaudio.Concat(parts...)
-	us := segmentTruth(t, speech)
-	if len(us) != len(spottedRound) {
-		t.Fatalf("segmenter found %d utterances in %d sentences", len(us), len(spottedRound))
-	}
-
-	testaudio.NewVirtualMic(t, speech, testaudio.DiscardPlayback())
+	testaudio.NewVirtualMic(t, spokenRound(t, spottedRound), testaudio.DiscardPlayback())
 	broker := brokertest.Start(t)
 	sub := broker.Subscribe(t, "agora/v1/inspector-7/#")
 	cfg := baseConfig(t, broker.URL())
@@ -160,25 +111,7 @@ func TestRunSpottedNameRealWhisper(t *testing.T) {
 	cfg.Transcribe.Language = "en"
 	cfg.Transcribe.Threads = 2
 	d := startPacedDaemon(t, cfg)
-
-	deadline := time.Now().Add(4 * time.Minute)
-	for status(t, d.socket).Transcriptions < uint64(len(us)) && time.Now().Before(deadline) {
-		time.Sleep(200 * time.Millisecond)
-	}
-	if st := status(t, d.socket); st.Transcriptions < uint64(len(us)) {
-		t.Fatalf("whisper ran %d times in 4 min, want %d\n%s", st.Transcriptions, len(us), d.log.String())
-	}
-	time.Sleep(time.Second)
-	st := status(t, d.socket)
-	sub.WaitFor(20*time.Second, func(m []brokertest.Message) bool { return len(dataMessages(m)) >= 2 })
-	time.Sleep(time.Second)
-	got := dataMessages(sub.Messages())
-	var desc []string
-	for _, m := range got {
-		desc = append(desc, describe(m))
-	}
-	export, _ := agoractl(t, d.socket, "buffer", "export")
-	t.Logf("backend received:\n%s\nlisten buffer:\n%s", strings.Join(desc, "\n"), export)
+	st, got, desc, export := heardRound(t, d, sub, len(spottedRound), 2)
 	if !strings.Contains(d.log.String(), "keyword spotter ready") {
 		t.Fatalf("the daemon did not start its keyword spotter\n%s", d.log.String())
 	}
@@ -198,4 +131,50 @@ func TestRunSpottedNameRealWhisper(t *testing.T) {
 	if st.Mode != "listen" || st.Buffered != 1 || !strings.Contains(strings.ToLower(export), "is made") {
 		t.Errorf("at the end: mode %s with %d notes buffered (%s), want listen with the near-miss only", st.Mode, st.Buffered, export)
 	}
+}
+
+// spokenRound is sentences in TestRealWakePhrases' English voice, 2.5 s
+// apart, each starting on a multiple of the VAD's 512-sample frame (so what
+// whisper gets of one does not depend on the length of the ones before
+// it), checked to make one utterance each for the daemon's segmenter, or
+// the test's premise is wrong.
+func spokenRound(t *testing.T, sentences []string) []float32 {
+	t.Helper()
+	parts := [][]float32{make([]float32, 32*512)}
+	for _, s := range sentences {
+		sp := testaudio.SpeakArgs(t, s, wakeVoices["en"]...)
+		gap := 2500*audio.SampleRate/1000 + (512-(len(sp)+2500*audio.SampleRate/1000)%512)%512
+		parts = append(parts, sp, make([]float32, gap))
+	}
+	speech := testaudio.Concat(parts...)
+	if us := segmentTruth(t, speech); len(us) != len(sentences) {
+		t.Fatalf("segmenter found %d utterances in %d sentences", len(us), len(sentences))
+	}
+	return speech
+}
+
+// heardRound waits until whisper has heard all n utterances and the backend
+// has at least sent messages (everything sent in feedback mode is on the
+// broker within seconds), and returns the daemon's status, the data
+// messages with their descriptions, and the listen buffer's export.
+func heardRound(t *testing.T, d *running, sub *brokertest.Subscriber, n, sent int) (st control.Status, got []map[string]any, desc []string, export string) {
+	t.Helper()
+	deadline := time.Now().Add(4 * time.Minute)
+	for status(t, d.socket).Transcriptions < uint64(n) && time.Now().Before(deadline) {
+		time.Sleep(200 * time.Millisecond)
+	}
+	if st := status(t, d.socket); st.Transcriptions < uint64(n) {
+		t.Fatalf("whisper ran %d times in 4 min, want %d\n%s", st.Transcriptions, n, d.log.String())
+	}
+	time.Sleep(time.Second) // the last text is routed after its whisper call returns
+	st = status(t, d.socket)
+	sub.WaitFor(20*time.Second, func(m []brokertest.Message) bool { return len(dataMessages(m)) >= sent })
+	time.Sleep(time.Second)
+	got = dataMessages(sub.Messages())
+	for _, m := range got {
+		desc = append(desc, describe(m))
+	}
+	export, _ = agoractl(t, d.socket, "buffer", "export")
+	t.Logf("backend received:\n%s\nlisten buffer:\n%s", strings.Join(desc, "\n"), export)
+	return st, got, desc, export
 }

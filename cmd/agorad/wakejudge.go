@@ -15,20 +15,22 @@ type wakeJudge struct {
 	spot  *kws.Spotter // nil: text alone
 }
 
-// match returns the verdict on one utterance and the spotter's best window
-// (nil without a spotter).
-func (j wakeJudge) match(samples []float32, res transcribe.Result) (wake.Match, *kws.Hit, error) {
+// match returns the verdict on one utterance, whisper's text alone's
+// verdict (the same when the spotter did not hear the name) and the
+// spotter's best window (nil without a spotter).
+func (j wakeJudge) match(samples []float32, res transcribe.Result) (m, text wake.Match, hit *kws.Hit, err error) {
+	text = j.rules.Match(res.Text)
 	if j.spot == nil || res.Text == "" {
-		return j.rules.Match(res.Text), nil, nil
+		return text, text, nil, nil
 	}
-	hit, err := j.spot.Spot(samples)
+	h, err := j.spot.Spot(samples)
 	if err != nil {
-		return wake.Match{}, nil, err
+		return wake.Match{}, wake.Match{}, nil, err
 	}
-	if !hit.Heard {
-		return j.rules.Match(res.Text), &hit, nil
+	if !h.Heard {
+		return text, text, &h, nil
 	}
-	return j.rules.MatchHeard(res.Text, res.Words, hit.End), &hit, nil
+	return j.rules.MatchHeard(res.Text, res.Words, h.End), text, &h, nil
 }
 
 // openSpotter opens the keyword spotter with the built-in head: its front
