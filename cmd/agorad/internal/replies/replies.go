@@ -60,7 +60,7 @@ type Options struct {
 	LangOf      func(utteranceID string) string
 	DefaultLang string
 	MaxAge      time.Duration // expiry of a reply without expires_at
-	MaxChars    int           // longer text is cut at a sentence boundary
+	MaxChars    int           // synthesis piece size; longer text is spoken whole, in pieces (pieces.go)
 	HalfDuplex  bool
 	Tail        time.Duration // muted after speech ends (half duplex)
 	Metrics     Metrics
@@ -433,10 +433,7 @@ func (p *Player) speak(ctx context.Context, r buffer.Reply) bool {
 		p.finishIf(r, protocol.OutcomeFailed, reason)
 		return true
 	}
-	text, cut := tts.Prepare(spokenText(r), p.o.MaxChars)
-	if cut {
-		p.log.Warn("reply too long: cut at a sentence boundary", "id", r.ID, "max_chars", p.o.MaxChars, "kept_chars", len([]rune(text)))
-	}
+	text, _ := tts.Prepare(spokenText(r), 0) // spoken whole, in pieces of max_chars (pieces.go)
 	if text == "" {
 		p.finishIf(r, protocol.OutcomeFailed, "nothing to say after removing control characters")
 		return true
@@ -459,7 +456,7 @@ func (p *Player) speak(ctx context.Context, r buffer.Reply) bool {
 	// Synthesis starts while the state is written (both take milliseconds);
 	// no sample is played before "speaking" is stored: a crash from there on
 	// ends the reply as interrupted, never spoken twice.
-	stream, err := p.o.Engine.Synthesize(pctx, text, r.Lang)
+	stream, _, err := synthesize(pctx, p.o.Engine, text, r.Lang, p.o.MaxChars)
 	p.fin.Lock()
 	serr := errFinished
 	if cur, gerr := p.o.Store.GetReply(r.ID); gerr != nil {
