@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.callbacks.manager import adispatch_custom_event
-from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.runnables import RunnableConfig
 from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
@@ -45,6 +45,10 @@ DEFAULT_REJECT_MARKER = "[refgraph:reject]"
 # configurable key the server sets to the AG-UI runId (the adapter passes no run id to nodes).
 RUN_ID_KEY = "agui_run_id"
 SPOKEN_MAX = 160
+# Test switch: a question holding "[refgraph:long:N]" is answered with N
+# bytes of numbered sentences, all of it speakable (final_spoken is the
+# whole text), so a device can be shown to speak a long answer whole.
+LONG_MARKER = re.compile(r"\[refgraph:long:(\d{1,7})\]")
 
 
 class RejectedError(ValueError):
@@ -127,6 +131,21 @@ def to_spoken(text: str, limit: int = SPOKEN_MAX) -> str:
         return first
     cut = first[:limit].rsplit(" ", 1)[0]
     return cut.rstrip(" ,;:") + "…"
+
+
+def long_answer(size: int) -> str:
+    """Numbered Dutch sentences, exactly size bytes (ASCII), ending a sentence."""
+    out: list[str] = []
+    n, total = 0, 0
+    while True:
+        n += 1
+        sentence = f"Zin {n} van het lange antwoord: de balk is gecontroleerd."
+        if total + len(sentence) + 1 > size:
+            break
+        out.append(sentence)
+        total += len(sentence) + 1
+    text = " ".join(out)
+    return text + "." * (size - len(text)) if out else "." * size
 
 
 def buffer_context_of(buffer: list[dict[str, Any]]) -> str:
@@ -258,8 +277,11 @@ def build_graph(settings: Settings | None = None) -> StateGraph:
             used["buffer_context"] = ""
         prompt.append(HumanMessage(content=inc.text))
         answer = await model.ainvoke(prompt)
-        written = answer.text
-        return {"messages": [answer], **used, **finish(state, config, written, to_spoken(written), True)}
+        written, spoken = answer.text, to_spoken(answer.text)
+        if m := LONG_MARKER.search(inc.text):
+            written = spoken = long_answer(int(m.group(1)))
+            answer = AIMessage(content=written, id=answer.id)
+        return {"messages": [answer], **used, **finish(state, config, written, spoken, True)}
 
     def route_from_start(state: AgentState) -> str:
         if state.get("replaying"):

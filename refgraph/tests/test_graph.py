@@ -388,3 +388,19 @@ def test_empty_question_fails_the_run() -> None:
         t.run(graph_input("m1", "  ", "feedback"))
     with pytest.raises(ValueError, match=r"user message \(none\) is empty"):
         Thread().run({"messages": [], "ag-ui": {"tools": [], "context": []}})
+
+
+@pytest.mark.parametrize("size", [60, 1000, 200 * 1024])
+def test_long_marker_answers_with_size_bytes_all_spoken(size: int) -> None:
+    t = Thread()
+    _, state = t.run(graph_input("m1", f"Vertel alles [refgraph:long:{size}]", "feedback"))
+    written = state["final_written"]
+    assert len(written.encode()) == size
+    assert state["final_spoken"] == written
+    assert written.startswith("Zin 1 van het lange antwoord")
+    assert state["messages"][-1].content == written
+
+
+def test_without_long_marker_spoken_is_short() -> None:
+    _, state = Thread().run(graph_input("m1", "Vertel alles [refgraph:long:x]", "feedback"))
+    assert len(state["final_spoken"]) <= 160
