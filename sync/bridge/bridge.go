@@ -478,6 +478,9 @@ func (b *Bridge) finish(ctx context.Context, device string, env protocol.Envelop
 			payloads = append(payloads, payload)
 		}
 	}
+	if rec.State == StateParked {
+		payloads = append(payloads, parkedNotice(env.ID, rec.Reason))
+	}
 	ack, _ := json.Marshal(map[string]any{"id": "ack-" + env.ID, "type": protocol.CmdAck, "ids": []string{env.ID}})
 	payloads = append(payloads, ack)
 	// Reply then ack, pipelined on one connection (MQTT keeps their order).

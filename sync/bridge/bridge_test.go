@@ -286,6 +286,30 @@ func TestRejectedIsParkedAndLaterGoOn(t *testing.T) {
 	if !strings.Contains(h.log.String(), "message parked as a dead letter") {
 		t.Errorf("no park log")
 	}
+	// Each parked message is reported to its device (parked, then the ack
+	// for devices that do not know parked); the others are not.
+	notices := map[string]int{} // id -> index of its parked command
+	for i, c := range commands(t, msgs) {
+		switch c.Type {
+		case protocol.CmdParked:
+			if len(c.IDs) != 1 || c.Reason != parked[c.IDs[0]] || c.ID != "parked-"+c.IDs[0] {
+				t.Errorf("parked command %+v, want the reason %q", c, parked[c.IDs[0]])
+			}
+			notices[c.IDs[0]] = i
+		case protocol.CmdAck:
+			if at, ok := notices[c.IDs[0]]; ok && at > i {
+				t.Errorf("ack of %s before its parked command", c.IDs[0])
+			}
+		}
+	}
+	if len(notices) != 3 {
+		t.Errorf("parked commands for %v, want the 3 parked messages %v", notices, parked)
+	}
+	for id := range notices {
+		if _, ok := parked[id]; !ok {
+			t.Errorf("parked command for %s, which ran", id)
+		}
+	}
 }
 
 // The agent down for a while: nothing lost, runs resume in order; a slow

@@ -146,6 +146,7 @@ type command struct {
 	Spoken    string   `json:"spoken"`
 	Lang      string   `json:"lang"`
 	IDs       []string `json:"ids"`
+	Reason    string   `json:"reason"`
 }
 
 func commands(t testing.TB, msgs []brokertest.Message) []command {

@@ -16,6 +16,11 @@ const (
 	CmdSetMode = "set_mode" // {"id","type":"set_mode","mode":"listen"|"feedback"}
 	CmdAck     = "ack"      // {"id","type":"ack","ids":[...]}: backend confirms batch/message ids
 	CmdPing    = "ping"     // {"id","type":"ping"}
+	// CmdParked: {"id","type":"parked","ids":[...],"reason"}: the backend
+	// refused these ids (parked them as dead letters with their content);
+	// the device keeps them and says so. An ack of the same ids follows
+	// (for devices that do not know parked), which does not delete them.
+	CmdParked = "parked"
 )
 
 // Limits on inbound commands.
@@ -23,6 +28,7 @@ const (
 	MaxCommandBytes = 16 << 10 // whole payload
 	MaxIDLen        = 128      // id and each of ids
 	MaxAckIDs       = 1024     // entries in ids
+	MaxReasonBytes  = 1024     // reason of a parked command
 )
 
 // Command is a validated inbound command.
@@ -30,7 +36,9 @@ type Command struct {
 	ID   string
 	Type string
 	Mode buffer.Mode // set_mode only
-	IDs  []string    // ack only
+	IDs  []string    // ack and parked
+	// Reason is why the backend parked IDs (parked only).
+	Reason string
 	// Reply is the validated reply (reply only): text and in_reply_to
 	// checked, lang "nl", "en" or "", ExpiresAt parsed (zero: not given).
 	Reply *Reply
@@ -54,6 +62,7 @@ func cmdErr(field, format string, args ...any) error {
 var commandFields = map[string]map[string]bool{
 	CmdSetMode: {"mode": true},
 	CmdAck:     {"ids": true},
+	CmdParked:  {"ids": true, "reason": true},
 	CmdPing:    {},
 	CmdReply:   {"in_reply_to": true, "text": true, "spoken": true, "lang": true, "urgent": true, "expires_at": true},
 }
@@ -85,7 +94,7 @@ func ParseCommand(deviceID string, payload []byte) (Command, error) {
 	}
 	allowed, ok := commandFields[cmd.Type]
 	if !ok {
-		return Command{}, cmdErr("type", "unknown command type %q (want set_mode, ack, ping or reply)", cmd.Type)
+		return Command{}, cmdErr("type", "unknown command type %q (want set_mode, ack, parked, ping or reply)", cmd.Type)
 	}
 	for _, name := range order {
 		switch {
@@ -116,7 +125,15 @@ func ParseCommand(deviceID string, payload []byte) (Command, error) {
 		if cmd.Mode, err = buffer.ParseMode(mode); err != nil {
 			return Command{}, cmdErr("mode", "%v", err)
 		}
-	case CmdAck:
+	case CmdAck, CmdParked:
+		if cmd.Type == CmdParked {
+			if cmd.Reason, err = stringField(fields, "reason", true); err != nil {
+				return Command{}, err
+			}
+			if strings.TrimSpace(cmd.Reason) == "" || len(cmd.Reason) > MaxReasonBytes {
+				return Command{}, cmdErr("reason", "%d bytes, want 1..%d, not blank", len(cmd.Reason), MaxReasonBytes)
+			}
+		}
 		raw, ok := fields["ids"]
 		if !ok {
 			return Command{}, cmdErr("ids", "missing")

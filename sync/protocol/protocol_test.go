@@ -188,6 +188,12 @@ func TestParseCommand(t *testing.T) {
 		{"ids null", `{"id":"x","type":"ack","ids":null}`, Command{}, "ids"},
 		{"ids empty", `{"id":"x","type":"ack","ids":[]}`, Command{}, "ids"},
 		{"ids element empty", `{"id":"x","type":"ack","ids":["a",""]}`, Command{}, "ids[1]"},
+		{"parked", `{"id":"p","type":"parked","ids":["x"],"reason":"graph: rejected"}`, Command{ID: "p", Type: CmdParked, IDs: []string{"x"}, Reason: "graph: rejected"}, ""},
+		{"parked without reason", `{"id":"p","type":"parked","ids":["x"]}`, Command{}, "reason"},
+		{"parked blank reason", `{"id":"p","type":"parked","ids":["x"],"reason":" "}`, Command{}, "reason"},
+		{"parked reason too long", `{"id":"p","type":"parked","ids":["x"],"reason":"` + strings.Repeat("r", MaxReasonBytes+1) + `"}`, Command{}, "reason"},
+		{"parked without ids", `{"id":"p","type":"parked","reason":"r"}`, Command{}, "ids"},
+		{"reason on an ack", `{"id":"a","type":"ack","ids":["x"],"reason":"r"}`, Command{}, "reason"},
 		{"wrong version", `{"v":2,"id":"x","type":"ping"}`, Command{}, "v"},
 		{"other device", `{"device_id":"other","id":"x","type":"ping"}`, Command{}, "device_id"},
 		{"invalid utf8", "{\"id\":\"\xff\",\"type\":\"ping\"}", Command{}, "payload"},
@@ -200,7 +206,7 @@ func TestParseCommand(t *testing.T) {
 				if err != nil {
 					t.Fatalf("unexpected error %v", err)
 				}
-				if got.ID != tt.want.ID || got.Type != tt.want.Type || got.Mode != tt.want.Mode || strings.Join(got.IDs, ",") != strings.Join(tt.want.IDs, ",") {
+				if got.ID != tt.want.ID || got.Type != tt.want.Type || got.Mode != tt.want.Mode || got.Reason != tt.want.Reason || strings.Join(got.IDs, ",") != strings.Join(tt.want.IDs, ",") {
 					t.Fatalf("got %+v, want %+v", got, tt.want)
 				}
 				return
