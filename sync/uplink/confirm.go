@@ -25,6 +25,8 @@ type held struct {
 	first    time.Time // first PUBACK: how long the backend has been silent
 	last     time.Time // last PUBACK: when the next re-publication is due
 	released bool      // due: being published again (not held back by drain)
+	parked   string    // the backend parked it (reason): kept, never released (parked.go)
+	parkedAt time.Time
 }
 
 // needsConfirm reports whether e stays in the outbox after its PUBACK until
@@ -34,30 +36,13 @@ func (c *Client) needsConfirm(e buffer.Entry) bool {
 	case buffer.KindUtterance, buffer.KindEvent:
 		return c.opts.Delivery == DeliveryBackend
 	case buffer.KindBatch:
-		return c.opts.Delivery == DeliveryBackend || c.opts.BatchAckRequired || c.isParted(e.ID)
+		// Every batch, in both delivery modes: a listen buffer is the
+		// inspector's morning and leaves the device only once the
+		// backend ran or parked it (agora-bridge acks every batch; a
+		// batch in parts cannot be taken from its PUBACKs anyway).
+		return true
 	}
 	return false
-}
-
-// markParted records that batch id went out in parts (protocol.RenderParts).
-// Such a batch is held for the backend's ack in every delivery mode: only
-// a backend that joins parts can take it, that backend acks every batch
-// (run or parked), and a PUBACK of each part proves nothing about the
-// whole. The mark lives as long as the process; a restarted device renders
-// the batch again and marks it again.
-func (c *Client) markParted(id string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.parted == nil {
-		c.parted = map[string]bool{}
-	}
-	c.parted[id] = true
-}
-
-func (c *Client) isParted(id string) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.parted[id]
 }
 
 // settled records e's PUBACK. It returns true when e is done (delete it):
@@ -68,11 +53,13 @@ func (c *Client) settled(e buffer.Entry, now time.Time) bool {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.settleParked(e.ID, e.Seq, now) {
+		return false
+	}
 	if _, ok := c.early[e.ID]; ok {
 		// The backend's ack overtook the PUBACK (or came for a
 		// re-publication): done.
 		delete(c.early, e.ID)
-		delete(c.parted, e.ID)
 		if _, held := c.awaiting[e.ID]; !held {
 			c.confirmed.Add(1) // counted here: confirm saw it before its PUBACK
 		}
@@ -108,11 +95,12 @@ func (c *Client) releaseDue(now time.Time) {
 	defer c.mu.Unlock()
 	due := false
 	for _, h := range c.awaiting {
-		if !h.released && now.Sub(h.last) >= c.opts.AckTimeout {
+		if !h.released && h.parked == "" && now.Sub(h.last) >= c.opts.AckTimeout {
 			due = true
 			break
 		}
 	}
+	c.expireParkedNotes(now)
 	for id, at := range c.early {
 		if now.Sub(at) > 10*c.opts.AckTimeout {
 			delete(c.early, id) // an ack for an entry this process never sent
@@ -124,7 +112,7 @@ func (c *Client) releaseDue(now time.Time) {
 	n := 0
 	var first uint64
 	for _, h := range c.awaiting {
-		if !h.released {
+		if !h.released && h.parked == "" {
 			h.released = true
 			n++
 			if first == 0 || h.seq < first {
@@ -142,7 +130,7 @@ func (c *Client) releaseAll() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, h := range c.awaiting {
-		h.released = true
+		h.released = h.parked == "" // parked: not sent again by this process
 	}
 }
 
@@ -152,7 +140,7 @@ func (c *Client) nextAckDeadline() (time.Time, bool) {
 	defer c.mu.Unlock()
 	var next time.Time
 	for _, h := range c.awaiting {
-		if h.released {
+		if h.released || h.parked != "" {
 			continue
 		}
 		if d := h.last.Add(c.opts.AckTimeout); next.IsZero() || d.Before(next) {
@@ -176,7 +164,7 @@ func (c *Client) unconfirmedAt(now time.Time) int {
 	defer c.mu.Unlock()
 	n := 0
 	for _, h := range c.awaiting {
-		if now.Sub(h.first) >= c.opts.AckTimeout {
+		if h.parked == "" && now.Sub(h.first) >= c.opts.AckTimeout {
 			n++
 		}
 	}
@@ -184,7 +172,7 @@ func (c *Client) unconfirmedAt(now time.Time) int {
 }
 
 // confirm deletes the entries the backend acknowledged. An id not (yet)
-// waiting is remembered for a while under DeliveryBackend: its ack may
+// waiting is remembered for a while (in every delivery mode): its ack may
 // overtake its PUBACK. Held entries stay held until their delete is done,
 // so a drain running beside it cannot publish them again meanwhile.
 func (c *Client) confirm(ids []string) {
@@ -194,12 +182,19 @@ func (c *Client) confirm(ids []string) {
 	for _, id := range ids {
 		h, ok := c.awaiting[id]
 		switch {
+		case ok && h.parked != "":
+			// The ack after a parked command (for devices that do not
+			// know parked): the entry stays.
 		case ok:
 			del = append(del, id)
 			if h.released {
 				c.early[id] = now // being published again: its PUBACK may still come
 			}
-		case c.opts.Delivery == DeliveryBackend || c.parted[id]:
+		case c.earlyParked[id].reason != "":
+			// Parked before its PUBACK: settled holds it as parked.
+		default:
+			// Its PUBACK may still come (an utterance under delivery:
+			// broker never waits for it: the note expires unused).
 			if len(c.early) < maxEarly {
 				c.early[id] = now
 			}
@@ -219,7 +214,6 @@ func (c *Client) confirm(ids []string) {
 	c.mu.Lock()
 	for _, id := range del {
 		delete(c.awaiting, id)
-		delete(c.parted, id)
 	}
 	c.mu.Unlock()
 }

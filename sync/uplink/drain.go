@@ -195,9 +195,6 @@ func (c *Client) drain(ctx context.Context, cli paho.Client, lost <-chan error) 
 				}
 				payloads = [][]byte{payload}
 			}
-			if len(payloads) > 1 {
-				c.markParted(e.ID)
-			}
 			sent[e.ID] = true
 			// All parts of one entry go out back to back on one connection,
 			// so they arrive in order and the entry settles once.

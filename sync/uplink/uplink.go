@@ -109,6 +109,11 @@ type Stats struct {
 	// memory until it has room; RefusedReplies were dropped (too many owed).
 	OwedReplies    int
 	RefusedReplies uint64
+	// Parked is the number of outbox entries the backend refused and
+	// parked, kept on the device (Parked lists them); ParkedNotices counts
+	// the ids the backend reported parked, also those no longer held.
+	Parked        int
+	ParkedNotices uint64
 }
 
 // Client is the MQTT uplink. Create it with New and run it with Run.
@@ -128,8 +133,9 @@ type Client struct {
 	mu       sync.Mutex
 	awaiting map[string]*held     // PUBACKed entries waiting for the backend's ack
 	early    map[string]time.Time // acks for entries not (yet) waiting
-	parted   map[string]bool      // batches sent in parts (confirm.go: markParted)
-	stopped  <-chan struct{}      // ctx.Done() of Run: unblocks paho callbacks at shutdown
+	// earlyParked: parked commands for ids not (yet) held (parked.go).
+	earlyParked map[string]parkedNote
+	stopped     <-chan struct{} // ctx.Done() of Run: unblocks paho callbacks at shutdown
 
 	owed      []protocol.AckBody // replies the store refused, oldest first (serveCommands only)
 	owedN     atomic.Int64
@@ -138,6 +144,7 @@ type Client struct {
 	published, republished, connects, connectFailures, reconnects atomic.Uint64
 	commandsN, rejected, handlerErrors, confirmed, refusedReplies atomic.Uint64
 	unconfirmed, stuckFor                                         atomic.Int64
+	parkedSeen                                                    atomic.Uint64
 }
 
 // New validates opts and builds the TLS config; it does not connect.
@@ -290,6 +297,7 @@ func (c *Client) Stats() Stats {
 		Commands: c.commandsN.Load(), RejectedCommands: c.rejected.Load(), HandlerErrors: c.handlerErrors.Load(),
 		Confirmed: c.confirmed.Load(), Unconfirmed: int(c.unconfirmed.Load()), StuckFor: time.Duration(c.stuckFor.Load()),
 		OwedReplies: int(c.owedN.Load()), RefusedReplies: c.refusedReplies.Load(),
+		Parked: c.parkedCount(), ParkedNotices: c.parkedSeen.Load(),
 	}
 }
 
@@ -592,6 +600,10 @@ const maxOwed = 1024
 // command is acknowledged anyway: holding it back would fill the broker's
 // in-flight window, and later commands (set_mode) would wait for a reconnect.
 func (c *Client) handleCommand(ctx context.Context, cmd protocol.Command) bool {
+	if cmd.Type == protocol.CmdParked {
+		c.park(cmd.IDs, cmd.Reason)
+		return true
+	}
 	if cmd.Type == protocol.CmdAck {
 		// Confirmed here, not handed to the session: a session waiting for a
 		// PUBACK must never wait behind a queue of acks (paho reads PUBACKs

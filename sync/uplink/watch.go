@@ -40,9 +40,19 @@ func (c *Client) watch(ctx context.Context) {
 		// StuckAfter while online: nothing moves, whatever the reason.
 		var stuck time.Duration
 		if c.Online() {
-			if es, err := c.outbox.Pending(1); err == nil && len(es) > 0 {
-				if es[0].ID != headID {
-					headID, headSince = es[0].ID, now
+			// Entries the backend parked stay by design: not stuck.
+			head := ""
+			if es, err := c.outbox.Pending(1 + c.parkedCount()); err == nil {
+				for _, e := range es {
+					if !c.isParkedID(e.ID) {
+						head = e.ID
+						break
+					}
+				}
+			}
+			if head != "" {
+				if head != headID {
+					headID, headSince = head, now
 				}
 				stuck = now.Sub(headSince)
 			} else {
