@@ -259,8 +259,15 @@ func cmdDeadLetters(args []string, stdout, stderr io.Writer) int {
 	natsURL := fs.String("nats", "", "NATS URL of a fleet")
 	partitions := fs.Int("partitions", 16, "JetStream partitions")
 	limit := fs.Int("n", 100, "at most this many")
+	content := fs.Bool("content", false, "also print each dead letter's full content (the device message as received), indented on the next line")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
+	}
+	show := func(dls []bridge.DeadLetter) {
+		printDeadLetters(stdout, dls)
+		if *content {
+			printDeadLetterContent(stdout, dls)
+		}
 	}
 	var store bridge.Store
 	switch {
@@ -283,7 +290,7 @@ func cmdDeadLetters(args []string, stdout, stderr io.Writer) int {
 				return exitFailed
 			}
 			fmt.Fprintf(stderr, "agora-bridge: state database busy (%v): listing %s\n", err, bridge.DeadLetterDir(*stateDir))
-			printDeadLetters(stdout, dls)
+			show(dls)
 			return exitOK
 		}
 		defer bs.Close()
@@ -297,7 +304,7 @@ func cmdDeadLetters(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agora-bridge: %v\n", err)
 		return exitFailed
 	}
-	printDeadLetters(stdout, dls)
+	show(dls)
 	return exitOK
 }
 

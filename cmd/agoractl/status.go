@@ -32,6 +32,12 @@ func printStatus(w io.Writer, s control.Status) {
 	} else {
 		fmt.Fprintf(tw, "unconfirmed:\t0\n")
 	}
+	if s.Parked > 0 {
+		fmt.Fprintf(tw, "parked:\t%d (refused by the backend, kept on the device; agora-bridge deadletters has them too)\n", s.Parked)
+		for _, p := range s.ParkedEntries {
+			fmt.Fprintf(tw, "  parked:\tseq %d %s: %s\n", p.Seq, shown(p.ID), shown(p.Reason))
+		}
+	}
 	if s.StuckSeconds > 0 {
 		fmt.Fprintf(tw, "outbox stuck:\t%s\n", (time.Duration(s.StuckSeconds) * time.Second).String())
 	}

@@ -132,6 +132,7 @@ func runDoctor(ctx context.Context, cfgPath string, env doctorEnv) []check {
 	}
 	add(checkSpotter(cfg))
 	add(checkBroker(ctx, cfg, env.brokerWait))
+	add(checkLink(ctx, cfg))
 	add(checkDisk(cfg))
 	add(checkStore(cfg))
 	add(checkGroups())

@@ -75,12 +75,24 @@ type Status struct {
 	// Unconfirmed: entries the broker accepted but the backend has not
 	// confirmed within mqtt.ack_timeout (mqtt.delivery: backend).
 	Unconfirmed int `json:"unconfirmed"`
+	// Parked: outbox entries the backend refused and parked as dead
+	// letters; the device keeps them (ParkedEntries: the first few).
+	Parked        int           `json:"parked"`
+	ParkedEntries []ParkedEntry `json:"parked_entries,omitempty"`
 	// StuckSeconds: how long the oldest outbox entry has waited while
 	// online, once past mqtt.stuck_after (0 otherwise).
 	StuckSeconds float64 `json:"stuck_seconds,omitempty"`
 	// Problems are degraded parts that do not stop the voice path (a
 	// metrics listener that could not bind, ...).
 	Problems []string `json:"problems,omitempty"`
+}
+
+// ParkedEntry is an outbox entry the backend parked, and why.
+type ParkedEntry struct {
+	ID     string    `json:"id"`
+	Seq    uint64    `json:"seq"`
+	Reason string    `json:"reason"`
+	At     time.Time `json:"at"`
 }
 
 // LastUtterance is the most recent transcription.

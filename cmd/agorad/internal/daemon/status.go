@@ -16,6 +16,9 @@ import (
 // status reports what the daemon is doing: Prometheus gauges and counters,
 // link changes (with the offline sound), /healthz, the retained status on
 // MQTT and agoractl status.
+// maxParkedShown bounds the parked entries agoractl status lists.
+const maxParkedShown = 10
+
 type status struct {
 	*core
 	version string
@@ -91,6 +94,7 @@ func (rep *status) updateGauges() {
 	rep.met.SetOnline(rep.up.Online())
 	us := rep.up.Stats()
 	rep.met.SetUnconfirmed(us.Unconfirmed)
+	rep.met.SetParked(us.Parked)
 	rep.met.SetOutboxStuck(us.StuckFor)
 }
 
@@ -102,6 +106,9 @@ func (rep *status) problems() []string {
 	}
 	if n := rep.up.Stats().Unconfirmed; n > 0 {
 		p = append(p, fmt.Sprintf("%d outbox entries accepted by the broker but not confirmed by the backend: check ACLs and the bridge", n))
+	}
+	if n := rep.up.Stats().Parked; n > 0 {
+		p = append(p, fmt.Sprintf("%d outbox entries refused by the backend (parked as dead letters there), kept on the device: agoractl status lists them", n))
 	}
 	return p
 }
@@ -135,7 +142,13 @@ func (rep *status) control() (control.Status, error) {
 		Refused: rep.refused.Load(), Transcriptions: rep.speech.heard.Load(),
 	}
 	us := rep.up.Stats()
-	st.Unconfirmed, st.StuckSeconds = us.Unconfirmed, us.StuckFor.Seconds()
+	st.Unconfirmed, st.StuckSeconds, st.Parked = us.Unconfirmed, us.StuckFor.Seconds(), us.Parked
+	for i, p := range rep.up.Parked() {
+		if i == maxParkedShown {
+			break
+		}
+		st.ParkedEntries = append(st.ParkedEntries, control.ParkedEntry{ID: p.ID, Seq: p.Seq, Reason: p.Reason, At: p.At})
+	}
 	st.Problems = rep.problems()
 	var err error
 	if st.Buffered, err = rep.store.ListenCount(); err != nil {

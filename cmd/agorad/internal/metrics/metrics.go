@@ -39,6 +39,7 @@ type Metrics struct {
 	journal       prometheus.Gauge
 	vadFrames     *prometheus.CounterVec
 	unconfirmed   prometheus.Gauge
+	parked        prometheus.Gauge
 	stuck         prometheus.Gauge
 	listenerErrs  *prometheus.CounterVec
 	pttCuts       prometheus.Counter
@@ -80,6 +81,8 @@ func New(version string) *Metrics {
 			Help: `Audio frames by path: "gated" skipped by the energy gate, "vad" sent to Silero.`}, []string{"path"}),
 		unconfirmed: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "unconfirmed",
 			Help: "Outbox entries PUBACKed by the broker at least mqtt.ack_timeout ago and not confirmed by the backend (mqtt.delivery: backend)."}),
+		parked: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "parked",
+			Help: "Outbox entries the backend refused and parked as dead letters, kept on the device (agoractl status)."}),
 		stuck: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "outbox_stuck_seconds",
 			Help: "How long the oldest outbox entry has waited while online, once past mqtt.stuck_after; 0 otherwise."}),
 		listenerErrs: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "listener_errors_total",
@@ -94,7 +97,7 @@ func New(version string) *Metrics {
 	build.Set(1)
 	m.reg.MustRegister(m.utterances, m.transcription, m.rtf, m.whisperCalls, m.listenBuffer, m.outbox, m.online,
 		m.reconnects, m.refused, m.journal, m.vadFrames, m.pttCuts, m.pttStuck, build,
-		m.unconfirmed, m.stuck, m.listenerErrs,
+		m.unconfirmed, m.parked, m.stuck, m.listenerErrs,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Series that exist from the start, so rate() and alerts see a zero
 	// rather than nothing.
@@ -153,6 +156,10 @@ func (m *Metrics) SetOnline(up bool) {
 // SetUnconfirmed sets the number of entries the backend has not confirmed
 // within the ack timeout.
 func (m *Metrics) SetUnconfirmed(n int) { m.unconfirmed.Set(float64(n)) }
+
+// SetParked sets the number of outbox entries the backend parked, kept on
+// the device.
+func (m *Metrics) SetParked(n int) { m.parked.Set(float64(n)) }
 
 // SetOutboxStuck sets how long the head of the outbox has been stuck.
 func (m *Metrics) SetOutboxStuck(d time.Duration) { m.stuck.Set(d.Seconds()) }

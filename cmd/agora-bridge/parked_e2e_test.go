@@ -1,0 +1,199 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/agora/agorad/audio/testaudio"
+	"github.com/agora/agorad/configs"
+	"github.com/agora/agorad/sync/bridge/fleetsim"
+	"github.com/agora/agorad/sync/brokertest"
+)
+
+// A listen batch the graph refuses (issue 27), end to end on agorad,
+// mosquitto, the built agora-bridge and the reference graph, under the
+// default mqtt.delivery: broker: the bridge parks it with its full content
+// (deadletters --content shows the notes) and tells the device, which
+// keeps the batch in its outbox (it used to delete it on the PUBACK) and
+// says so in agoractl status, /metrics, /healthz's problems and agorad
+// doctor; the next batch goes on and is deleted on the bridge's ack.
+func TestEndToEndParkedBatchKeptOnDevice(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: agorad, mosquitto, the reference graph (Python)")
+	}
+	root := repoRoot(t)
+	if _, err := os.Stat(filepath.Join(root, "refgraph")); err != nil {
+		t.Skip("no refgraph/")
+	}
+	g, err := fleetsim.StartRefGraph(t.Context(), root, "REFGRAPH_DB="+filepath.Join(t.TempDir(), "cp.sqlite"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer g.Stop()
+	broker := brokertest.Start(t)
+	agorad, agoractl := buildTool(t, "github.com/agora/agorad/cmd/agorad"), buildTool(t, "github.com/agora/agorad/cmd/agoractl")
+	stateDir := t.TempDir()
+	br := fleetsim.NewProc("bridge", "", nil, binPath, "run", "--broker", broker.URL(), "--agui-url", g.URL(),
+		"--state-dir", stateDir, "--log-level", "debug")
+	if err := br.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer br.Stop()
+
+	dir := t.TempDir()
+	cfg := configs.Default()
+	cfg.DeviceID = "inspector-park"
+	cfg.Mode = "listen"
+	cfg.StateDir = filepath.Join(dir, "state")
+	cfg.Control.Socket = filepath.Join(dir, "agorad.sock")
+	cfg.MQTT.Broker = broker.URL()
+	cfg.MQTT.Delivery = "broker"
+	cfg.MQTT.ReconnectMin = configs.Duration(100 * time.Millisecond)
+	cfg.MQTT.ReconnectMax = configs.Duration(500 * time.Millisecond)
+	cfg.Input.Source = "none"
+	cfg.Sounds.Enabled = false
+	metricsAddr := freeAddr(t)
+	cfg.Metrics.Listen = metricsAddr
+	cfg.Models.VAD = testaudio.Model(t, "for-tests-silero-v6.2.0-ggml.bin")
+	cfg.Models.Whisper = testaudio.Model(t, "for-tests-ggml-tiny.bin")
+	yb, _ := yaml.Marshal(cfg)
+	cfgPath := filepath.Join(dir, "agorad.yaml")
+	os.WriteFile(cfgPath, yb, 0o600)
+	var dlog bytes.Buffer
+	d := exec.Command(agorad, "run", "-c", cfgPath)
+	d.Stdout, d.Stderr = &dlog, &dlog
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { d.Process.Signal(syscall.SIGTERM); d.Wait() }()
+	ctl := func(args ...string) string {
+		t.Helper()
+		var out []byte
+		var err error
+		for range 600 { // until the control socket answers (the model loads first)
+			out, err = exec.Command(agoractl, append([]string{"--socket", cfg.Control.Socket}, args...)...).CombinedOutput()
+			if err == nil || !strings.Contains(string(out), "not running") && !strings.Contains(string(out), "connect") {
+				break
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+		if err != nil {
+			t.Fatalf("agoractl %v: %v: %s\nagorad log:\n%s", args, err, out, dlog.String())
+		}
+		return string(out)
+	}
+	type status struct {
+		Outbox        int      `json:"outbox"`
+		Parked        int      `json:"parked"`
+		Problems      []string `json:"problems"`
+		ParkedEntries []struct {
+			ID     string `json:"id"`
+			Reason string `json:"reason"`
+		} `json:"parked_entries"`
+	}
+	getStatus := func() status {
+		var st status
+		if err := json.Unmarshal([]byte(ctl("--json", "status")), &st); err != nil {
+			t.Fatal(err)
+		}
+		return st
+	}
+
+	// A round whose notes the graph rejects, then a good round.
+	ctl("say", "Scheur in de balk bij as drie.")
+	ctl("say", "[refgraph:reject] deze notitie weigert de graaf")
+	ctl("mode", "feedback")
+	var st status
+	deadline := time.Now().Add(90 * time.Second)
+	for st = getStatus(); st.Parked != 1; st = getStatus() {
+		if time.Now().After(deadline) {
+			t.Fatalf("device status %+v: the parked batch is not reported\nbridge log:\n%s\nagorad log:\n%s", st, tail(br.Log(), 3000), tail(dlog.String(), 3000))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if st.Outbox != 1 || len(st.ParkedEntries) != 1 || !strings.Contains(st.ParkedEntries[0].Reason, "reject") {
+		t.Errorf("device status %+v: want the parked batch kept (outbox 1) with the graph's reason", st)
+	}
+	parkedID := st.ParkedEntries[0].ID
+	if !strings.Contains(strings.Join(st.Problems, "\n"), "refused by the backend") {
+		t.Errorf("status problems %q do not name the parked entry", st.Problems)
+	}
+	if out := ctl("status"); !strings.Contains(out, "parked:") || !strings.Contains(out, parkedID) {
+		t.Errorf("agoractl status does not show the parked entry:\n%s", out)
+	}
+	// /metrics and /healthz on the daemon's metrics listener.
+	// The gauges are refreshed every 2 s.
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if body := httpGet(t, "http://"+metricsAddr+"/metrics"); strings.Contains(body, "\nagorad_parked 1\n") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Errorf("/metrics has no agorad_parked 1")
+			break
+		}
+	}
+	if body := httpGet(t, "http://"+metricsAddr+"/healthz"); !strings.Contains(body, "refused by the backend") {
+		t.Errorf("/healthz problems do not name the parked entry: %s", body)
+	}
+	doc, _ := exec.Command(agorad, "doctor", "-c", cfgPath).CombinedOutput()
+	if !strings.Contains(string(doc), "WARN  link") || !strings.Contains(string(doc), parkedID) {
+		t.Errorf("agorad doctor does not report the parked entry:\n%s", doc)
+	}
+	// The bridge has it whole, listed while it runs.
+	out, err := exec.Command(binPath, "deadletters", "--state-dir", stateDir, "--content").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), parkedID) || !strings.Contains(string(out), "Scheur in de balk bij as drie") ||
+		!strings.Contains(string(out), "deze notitie weigert de graaf") {
+		t.Errorf("deadletters --content: %v\n%s", err, out)
+	}
+
+	// The next round goes on; its batch is deleted on the bridge's ack,
+	// the parked one stays.
+	ctl("mode", "listen")
+	ctl("say", "Roest aan de noordgevel.")
+	ctl("mode", "feedback")
+	deadline = time.Now().Add(60 * time.Second)
+	for {
+		th, _ := g.Thread(cfg.DeviceID)
+		buf, _ := json.Marshal(th["message_buffer"])
+		if strings.Contains(string(buf), "Roest aan de noordgevel") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the next batch did not reach the graph:\n%s", tail(br.Log(), 3000))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	deadline = time.Now().Add(20 * time.Second)
+	for st = getStatus(); st.Outbox != 1; st = getStatus() {
+		if time.Now().After(deadline) {
+			t.Fatalf("device status %+v: want only the parked batch left", st)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if st.Parked != 1 || st.ParkedEntries[0].ID != parkedID {
+		t.Errorf("device status %+v after the next round", st)
+	}
+}
+
+func httpGet(t *testing.T, url string) string {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Errorf("GET %s: %v", url, err)
+		return ""
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
