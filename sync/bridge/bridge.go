@@ -298,8 +298,14 @@ func (b *Bridge) control(ctx context.Context, device, name, topic string, payloa
 		b.log.Debug("device ack", "device", device, "command", msg.CommandID, "type", msg.CommandType, "ok", msg.OK)
 	case protocol.TypeEvent:
 		b.log.Info("device event", "device", device, "event", msg.Event, "seq", env.Seq, "offline", env.Offline)
+		if err := b.ackOnly(ctx, device, env.ID); err != nil {
+			return err
+		}
 	case protocol.TypeDeadLetter:
 		b.log.Warn("device dead letter", "device", device, "id", env.ID, "reason", excerptString(msg.Reason))
+		if err := b.keepDeviceDeadLetter(ctx, device, topic, env, payload, msg.Reason); err != nil {
+			return err
+		}
 	default:
 		b.bad("type", "unexpected type "+strconv.Quote(excerptString(env.Type)), topic, payload)
 		return nil

@@ -67,11 +67,17 @@ func (b *Bridge) parkRefused(ctx context.Context, device, topic string, env *pro
 	}
 	env = &e
 	answer := env.Type == protocol.TypeUtterance || env.Type == protocol.TypeBatch
+	// An event or a device dead letter (which carries a whole entry and can
+	// be larger than a message) is held by the device until acked.
+	ackOnly := env.Type == protocol.TypeEvent || env.Type == protocol.TypeDeadLetter
 	if rec, found, err := b.o.Store.Get(device, env.ID); err != nil {
 		return err
 	} else if found {
-		if answer { // parked before: the device is told again
+		switch {
+		case answer: // parked before: the device is told again
 			return b.finish(ctx, device, *env, rec)
+		case ackOnly:
+			return b.ackOnly(ctx, device, env.ID)
 		}
 		return nil
 	}
@@ -89,8 +95,11 @@ func (b *Bridge) parkRefused(ctx context.Context, device, topic string, env *pro
 	b.m.Parked.Inc()
 	b.log.Error("device message refused and parked as a dead letter", "device", device, "id", env.ID, "seq", env.Seq,
 		"bytes", len(payload), "reason", excerptString(reason))
-	if answer {
+	switch {
+	case answer:
 		return b.finish(ctx, device, *env, rec)
+	case ackOnly:
+		return b.ackOnly(ctx, device, env.ID)
 	}
 	return nil
 }

@@ -1,7 +1,9 @@
 package bridge
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"unicode/utf8"
 
 	"github.com/agora/agorad/sync/protocol"
@@ -25,4 +27,23 @@ func parkedNotice(id, reason string) []byte {
 	}
 	b, _ := json.Marshal(map[string]any{"id": "parked-" + id, "type": protocol.CmdParked, "ids": []string{id}, "reason": reason})
 	return b
+}
+
+// ackOnly confirms a device message that needs no run (an event): the
+// device holds events until the backend acks them under delivery: backend.
+func (b *Bridge) ackOnly(ctx context.Context, device, id string) error {
+	ack, _ := json.Marshal(map[string]any{"id": "ack-" + id, "type": protocol.CmdAck, "ids": []string{id}})
+	if err := b.o.Publisher.Publish(ctx, protocol.Topic(device, protocol.TopicCommands), ack); err != nil {
+		return fmt.Errorf("publish ack of %s/%s: %w", device, id, err)
+	}
+	return nil
+}
+
+// keepDeviceDeadLetter parks a dead letter the device sent (an entry it
+// could not render, a note too large for any message) with its full
+// content, here too, then acks it: the device holds it until then (every
+// batch, and under delivery: backend everything), and the operator finds
+// it in agora-bridge deadletters.
+func (b *Bridge) keepDeviceDeadLetter(ctx context.Context, device, topic string, env protocol.Envelope, payload []byte, reason string) error {
+	return b.parkRefused(ctx, device, topic, &env, payload, "device dead letter: "+reason) // acks it
 }
