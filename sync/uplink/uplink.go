@@ -2,6 +2,9 @@
 // the backend's commands: a paho client with a persistent session, QoS 1,
 // retained status and last will, its own reconnect loop with exponential
 // backoff and full jitter, and delete-after-PUBACK delivery in seq order.
+// A batch (and under delivery: backend every entry) is deleted only once
+// the backend acked it too (confirm.go); one the backend parked is kept in
+// the outbox and not published again by this process (parked.go).
 package uplink
 
 import (
