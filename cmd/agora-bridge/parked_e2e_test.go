@@ -184,6 +184,13 @@ func TestEndToEndParkedBatchKeptOnDevice(t *testing.T) {
 	if st.Parked != 1 || st.ParkedEntries[0].ID != parkedID {
 		t.Errorf("device status %+v after the next round", st)
 	}
+	// The operator drops it once the bridge's copy is dealt with.
+	if out := ctl("outbox", "drop", parkedID); !strings.Contains(out, "dropped") || !strings.Contains(out, parkedID) {
+		t.Errorf("agoractl outbox drop: %s", out)
+	}
+	if st = getStatus(); st.Outbox != 0 || st.Parked != 0 {
+		t.Errorf("device status %+v after the drop", st)
+	}
 }
 
 func httpGet(t *testing.T, url string) string {

@@ -29,6 +29,7 @@ commands:
   buffer export          every listen-buffer record as JSON lines
   buffer clear --yes     delete the listen buffer
   outbox [--limit N]     entries waiting for the broker
+  outbox drop ID         delete an entry the backend refused and parked (kept until then)
   flush                  send the listen buffer now as one batch (mode unchanged)
   ptt down|up            press or release push-to-talk
   replies [--limit N]    the backend's replies with their outcome (spoken, held, expired, ...)
@@ -135,7 +136,7 @@ var commands = map[string]command{
 	"mode":   {check: checkMode, call: mode},
 	"say":    {check: checkSay, call: say},
 	"buffer": {check: checkBuffer, call: buffer},
-	"outbox": {check: nargs(1), call: outbox},
+	"outbox": {check: checkOutbox, call: outbox},
 	"flush":  {check: nargs(1), call: flush},
 	"ptt":    {check: checkPTT, call: ptt},
 

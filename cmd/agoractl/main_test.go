@@ -103,6 +103,9 @@ func TestCommands(t *testing.T) {
 				}
 			}},
 		{name: "outbox", args: []string{"outbox"}, out: []string{"0 entries waiting (online)"}, calls: []string{"outbox 0"}},
+		{name: "outbox drop without id", args: []string{"outbox", "drop"}, code: 2, errs: []string{"outbox drop: one entry id"}},
+		{name: "outbox unknown subcommand", args: []string{"outbox", "purge", "x"}, code: 2, errs: []string{`unknown subcommand "purge"`}},
+		{name: "outbox drop on a daemon without parked entries", args: []string{"outbox", "drop", "x"}, code: 1, errs: []string{"keeps no parked entries"}},
 		{name: "flush", args: []string{"flush"}, out: []string{"3 item(s) moved to the outbox as one batch (seq 4)"}, calls: []string{"flush"}},
 		{name: "ptt down", args: []string{"ptt", "down"}, out: []string{"push-to-talk: down"}, calls: []string{"ptt true"}},
 		{name: "ptt up json", args: []string{"--json", "ptt", "up"}, out: []string{`"down": false`}, calls: []string{"ptt false"}},

@@ -10,8 +10,29 @@ import (
 	"github.com/agora/agorad/cmd/internal/control"
 )
 
-// outbox [--limit N]: entries waiting for the broker.
+// outbox [--limit N]: entries waiting for the broker; outbox drop ID: delete
+// an entry the backend parked (it is kept until then).
+func checkOutbox(o options) error {
+	a := o.args
+	switch {
+	case len(a) == 1:
+		return nil
+	case a[1] == "drop" && len(a) == 3:
+		return nil
+	case a[1] == "drop":
+		return usageError{"outbox drop: one entry id (agoractl status lists the parked ones)"}
+	default:
+		return usageError{fmt.Sprintf("outbox: unknown subcommand %q (want drop)", a[1])}
+	}
+}
+
 func outbox(ctx context.Context, c *control.Client, o options, _ io.Writer) (result, error) {
+	if len(o.args) == 3 {
+		r, err := c.OutboxDrop(ctx, o.args[2])
+		return result{r, func(w io.Writer) {
+			fmt.Fprintf(w, "dropped seq %d %s (parked: %s)\n", r.Dropped.Seq, shown(r.Dropped.ID), shown(r.Dropped.Reason))
+		}}, err
+	}
 	ob, err := c.Outbox(ctx, o.limit)
 	return result{ob, func(w io.Writer) { printOutbox(w, ob) }}, err
 }

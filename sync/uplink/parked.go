@@ -1,6 +1,7 @@
 package uplink
 
 import (
+	"fmt"
 	"sort"
 	"time"
 )
@@ -110,4 +111,26 @@ func (c *Client) isParkedID(id string) bool {
 	defer c.mu.Unlock()
 	h, ok := c.awaiting[id]
 	return ok && h.parked != ""
+}
+
+// DropParked deletes the parked entry id from the outbox (the operator's
+// call, agoractl outbox drop, once the backend's copy is dealt with). Any
+// entry the backend has not parked is refused: it is still on its way.
+func (c *Client) DropParked(id string) (ParkedEntry, error) {
+	c.mu.Lock()
+	h, ok := c.awaiting[id]
+	if !ok || h.parked == "" {
+		c.mu.Unlock()
+		return ParkedEntry{}, fmt.Errorf("outbox entry %q is not parked by the backend (agoractl status lists the parked ones)", id)
+	}
+	p := ParkedEntry{ID: id, Seq: h.seq, Reason: h.parked, At: h.parkedAt}
+	c.mu.Unlock()
+	if err := c.outbox.Delete(id); err != nil {
+		return p, fmt.Errorf("delete parked entry %s: %w", id, err)
+	}
+	c.mu.Lock()
+	delete(c.awaiting, id)
+	c.mu.Unlock()
+	c.log.Warn("parked outbox entry dropped by the operator", "id", id, "seq", p.Seq, "reason", p.Reason)
+	return p, nil
 }

@@ -2,6 +2,7 @@ package uplink
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 	"time"
 
@@ -71,6 +72,9 @@ func TestParkedBatchKeptOnDevice(t *testing.T) {
 			if p := c.Parked(); len(p) != 1 || p[0].ID != bad.ID || p[0].Seq != bad.Seq || p[0].Reason != "rejected by the agent" {
 				t.Errorf("Parked() = %+v", p)
 			}
+			if _, err := c.DropParked(good.ID); err == nil || !strings.Contains(err.Error(), "not parked") {
+				t.Errorf("DropParked of an entry not parked: %v", err)
+			}
 			stop()
 
 			// A new process sends it once more; parked again, kept again.
@@ -83,6 +87,13 @@ func TestParkedBatchKeptOnDevice(t *testing.T) {
 			waitUntil(t, 10*time.Second, "parked again", func() bool { return c2.Stats().Parked == 1 })
 			if n, _ := st.OutboxCount(); n != 1 {
 				t.Errorf("outbox %d after the second park, want the batch kept", n)
+			}
+			// The operator drops it: gone from the outbox and the count.
+			if p, err := c2.DropParked(bad.ID); err != nil || p.Seq != bad.Seq {
+				t.Fatalf("DropParked: %+v %v", p, err)
+			}
+			if n, _ := st.OutboxCount(); n != 0 || c2.Stats().Parked != 0 {
+				t.Errorf("after the drop: outbox %d, parked %d", n, c2.Stats().Parked)
 			}
 		})
 	}

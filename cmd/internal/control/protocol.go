@@ -25,7 +25,7 @@ const (
 )
 
 var ops = []string{OpStatus, OpMode, OpSay, OpBufferList, OpBufferExport, OpBufferClear, OpOutbox, OpFlush, OpPTT,
-	OpReplies, OpRepliesPlay, OpStop}
+	OpReplies, OpRepliesPlay, OpStop, OpOutboxDrop}
 
 // Modes accepted by OpMode.
 const (
@@ -41,7 +41,7 @@ type Request struct {
 	Limit int    `json:"limit,omitempty"` // OpBufferList, OpOutbox: 0 means the server's default
 	Down  bool   `json:"down,omitempty"`  // OpPTT: true pressed, false released
 	Yes   bool   `json:"yes,omitempty"`   // OpBufferClear: must be true (deleting is explicit)
-	ID    string `json:"id,omitempty"`    // OpRepliesPlay: the reply; "" means every held one
+	ID    string `json:"id,omitempty"`    // OpRepliesPlay: the reply ("" means every held one); OpOutboxDrop: the entry
 }
 
 // Response is the final line of every answer.

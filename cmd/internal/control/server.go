@@ -334,6 +334,10 @@ func parseRequest(line []byte) (Request, error) {
 		if !req.Yes {
 			return req, errors.New("yes: buffer.clear deletes the listen buffer; send \"yes\": true to confirm")
 		}
+	case OpOutboxDrop:
+		if strings.TrimSpace(req.ID) == "" {
+			return req, errors.New("id: missing (the parked entry to drop)")
+		}
 	case OpStatus, OpBufferExport, OpFlush, OpPTT, OpRepliesPlay, OpStop:
 	default:
 		return req, fmt.Errorf("op: unknown %q (want one of %s)", req.Op, strings.Join(ops, ", "))
@@ -380,6 +384,8 @@ func handle(ctx context.Context, line []byte, h Handler, enc *json.Encoder, logg
 		result, err = h.PTT(ctx, req.Down)
 	case OpReplies, OpRepliesPlay, OpStop:
 		result, err = handleReplyOp(ctx, h, req)
+	case OpOutboxDrop:
+		result, err = handleParkedOp(ctx, h, req)
 	}
 	if err != nil {
 		logger.Debug("control: request failed", "op", req.Op, "err", err)
