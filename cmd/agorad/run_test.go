@@ -405,6 +405,9 @@ func TestRunRestartKeepsModeAndBuffer(t *testing.T) {
 	}
 	broker.Start()
 	sub := broker.Subscribe(t, "agora/v1/inspector-7/+")
+	// The backend's part: a batch leaves the device only on its ack, in
+	// both delivery modes (docs/protocol.md, "Duplicates and loss").
+	ackAll(t, broker, sub, "inspector-7", "", "")
 	agoractl(t, d.socket, "status") // nudge nothing: the uplink reconnects by itself
 	msgs, ok := sub.WaitFor(30*time.Second, func(m []brokertest.Message) bool { return len(dataMessages(m)) >= 2 })
 	got := dataMessages(msgs)
