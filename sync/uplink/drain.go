@@ -75,7 +75,7 @@ type inflight struct {
 
 // drain publishes pending entries until the outbox has nothing new, with at
 // most Window awaiting PUBACK, and deletes each entry once its PUBACK (and,
-// under DeliveryBackend or for batches under BatchAckRequired, the
+// for batches and under DeliveryBackend for everything, the
 // backend's ack) arrived.
 //
 // One connection delivers in publish order and PUBACKs return in that order;

@@ -77,8 +77,9 @@ type Options struct {
 	// after their PUBACK until an ack command names their id, and are
 	// published again (same id and seq) every AckTimeout until then.
 	Delivery string
-	// BatchAckRequired is DeliveryBackend for batches only (kept from
-	// before Delivery existed).
+	// BatchAckRequired no longer changes anything: every batch waits for
+	// the backend's ack in both delivery modes (confirm.go, needsConfirm).
+	// Kept so older configurations and callers still build.
 	BatchAckRequired bool
 	AckTimeout       time.Duration // default 60s
 	// StuckAfter: the head of the outbox waiting this long while online is
@@ -99,8 +100,8 @@ type Stats struct {
 	Commands         uint64 // valid commands received
 	RejectedCommands uint64 // malformed commands received
 	HandlerErrors    uint64
-	// Confirmed counts entries the backend acknowledged (DeliveryBackend,
-	// BatchAckRequired).
+	// Confirmed counts entries the backend acknowledged (batches, and
+	// everything under DeliveryBackend).
 	Confirmed uint64
 	// Unconfirmed is the number of entries PUBACKed by the broker at least
 	// AckTimeout ago and still not confirmed by the backend (now).
