@@ -165,8 +165,10 @@ func (c *Config) Validate() error {
 		bad("mqtt.tls", "is set but mqtt.broker %s is not a TLS URL (use ssl:// or mqtts://)", quote(m.Broker))
 	}
 	durBetween("mqtt.keepalive", m.Keepalive, 5*time.Second, time.Hour)
-	durBetween("mqtt.reconnect_min", m.ReconnectMin, 100*time.Millisecond, time.Hour)
-	durBetween("mqtt.reconnect_max", m.ReconnectMax, 100*time.Millisecond, 24*time.Hour)
+	durBetween("mqtt.reconnect_min", m.ReconnectMin, 100*time.Millisecond, 10*time.Minute)
+	// The ceiling is what a device waits at most once the broker is back:
+	// hours (as allowed before) left inspectors without answers.
+	durBetween("mqtt.reconnect_max", m.ReconnectMax, 100*time.Millisecond, 10*time.Minute)
 	oneOf("mqtt.delivery", m.Delivery, "broker", "backend")
 	oneOf("mqtt.engine", m.Engine, EngineMosquitto, EngineNATS)
 	if c.DeviceID != "" {

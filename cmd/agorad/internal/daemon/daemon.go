@@ -35,6 +35,8 @@ type Daemon struct {
 	status *status
 	cmds   *commands
 
+	netChanged chan struct{} // network.go: link/address/route changes, to the uplink
+
 	abandoned bool // a stop overran its grace: close nothing under running goroutines
 }
 
@@ -106,6 +108,7 @@ func newDaemon(o Options) (*Daemon, error) {
 	d.status.speech = d.speech
 	d.cmds = &commands{core: d.core, opts: o, speech: d.speech, status: d.status}
 
+	d.netChanged = make(chan struct{}, 1)
 	d.up, err = uplink.New(uplink.Options{
 		DeviceID: cfg.DeviceID, BrokerURL: cfg.MQTT.Broker,
 		Username: cfg.MQTT.Username, Password: cfg.MQTT.Password,
@@ -113,8 +116,9 @@ func newDaemon(o Options) (*Daemon, error) {
 		KeepAlive: cfg.MQTT.Keepalive.D(), BackoffMin: cfg.MQTT.ReconnectMin.D(), BackoffMax: cfg.MQTT.ReconnectMax.D(),
 		BatchAckRequired: cfg.MQTT.BatchAckRequired,
 		Delivery:         cfg.MQTT.Delivery, AckTimeout: cfg.MQTT.AckTimeout.D(), StuckAfter: cfg.MQTT.StuckAfter.D(),
-		Status: d.status.protocol,
-		Logger: log,
+		NetChanged: d.netChanged,
+		Status:     d.status.protocol,
+		Logger:     log,
 	}, d.store, d.cmds)
 	if err != nil {
 		d.close()
@@ -198,6 +202,9 @@ func (d *Daemon) run(ctx context.Context) error {
 		})
 	}
 	svc.Go(func() error { return d.up.Run(svcCtx) })
+	if cfg.MQTT.Broker != "" {
+		svc.Go(func() error { d.watchNetwork(svcCtx, d.netChanged); return nil })
+	}
 	svc.Go(func() error { d.status.watchOnline(svcCtx); return nil })
 	svc.Go(func() error { d.status.refreshGauges(svcCtx); return nil })
 	svc.Go(func() error { d.status.watchBuffer(svcCtx); return nil })
