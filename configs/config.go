@@ -196,6 +196,9 @@ type Replies struct {
 	MaxChars   int      `yaml:"max_chars"`
 	HalfDuplex bool     `yaml:"half_duplex"`
 	Tail       Duration `yaml:"tail"`
+	// ThinkingAfter: the "thinking" earcon plays once when a question was
+	// published this long ago and its answer has not come (feedback mode).
+	ThinkingAfter Duration `yaml:"thinking_after"`
 }
 
 // Voices name the synthesis voice per language.

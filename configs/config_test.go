@@ -254,6 +254,8 @@ func TestValidationNamesField(t *testing.T) {
 		{"keepalive", func(c *Config) { c.MQTT.Keepalive = Duration(time.Second) }, "mqtt.keepalive:"},
 		{"reconnect order", func(c *Config) { c.MQTT.ReconnectMax = Duration(200 * time.Millisecond) }, "mqtt.reconnect_max:"},
 		{"reconnect ceiling an hour", func(c *Config) { c.MQTT.ReconnectMax = Duration(time.Hour) }, "mqtt.reconnect_max:"},
+		{"thinking cue too soon", func(c *Config) { c.Replies.ThinkingAfter = Duration(100 * time.Millisecond) }, "replies.thinking_after:"},
+		{"thinking cue off", func(c *Config) { c.Replies.ThinkingAfter = 0 }, ""},
 		{"reconnect ceiling 10m", func(c *Config) { c.MQTT.ReconnectMax = Duration(10 * time.Minute) }, ""},
 		{"socket empty", func(c *Config) { c.Control.Socket = "" }, "control.socket:"},
 		{"socket long", func(c *Config) { c.Control.Socket = "/" + strings.Repeat("a", 120) }, "control.socket:"},

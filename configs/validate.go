@@ -206,6 +206,9 @@ func (c *Config) Validate() error {
 		}
 		durBetween("replies.tail", r.Tail, 0, 5*time.Second)
 	}
+	if t := c.Replies.ThinkingAfter; t != 0 {
+		durBetween("replies.thinking_after", t, 300*time.Millisecond, time.Minute)
+	}
 	switch sock := c.Control.Socket; {
 	case sock == "":
 		bad("control.socket", "is empty")

@@ -72,6 +72,9 @@ type Options struct {
 	// NetChanged, when set, cuts a reconnect wait short: a value on it (a
 	// link, address or route change: sync/netwatch) means try now.
 	NetChanged <-chan struct{}
+	// OnPublished, when set, is called with each outbox entry the broker
+	// PUBACKed (every message of it), on the drain's goroutine: keep it short.
+	OnPublished func(e buffer.Entry)
 
 	// Delivery is DeliveryBroker (default: delete after PUBACK) or
 	// DeliveryBackend: utterances, batches and events stay in the outbox

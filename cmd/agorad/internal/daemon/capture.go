@@ -195,6 +195,7 @@ func (sp *speech) enqueueUtterance(ctx context.Context, samples []float32, start
 	if len(samples) == 0 {
 		return
 	}
+	decided := time.Now() // the turn's end, before the journal's fsync
 	id, err := sp.store.JournalAudio(samples, start)
 	if err != nil {
 		sp.refusals.noteRefusal(err)
@@ -204,6 +205,11 @@ func (sp *speech) enqueueUtterance(ctx context.Context, samples []float32, start
 	}
 	sp.pending.Add(1)
 	j := job{audioID: id, samples: samples, started: start, duration: dur, source: source}
+	if source == "mic" || source == "ptt" {
+		// start is the wall clock of the first speech sample and dur the
+		// speech (VAD) or the press (push-to-talk).
+		j.speechEnd, j.turnEnd = start.Add(dur), decided
+	}
 	if ctx.Err() != nil {
 		// Stopping: hand over the last utterance if there is room; the
 		// transcriber drains the queue before it stops.

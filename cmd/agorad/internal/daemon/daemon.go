@@ -17,6 +17,7 @@ import (
 	"github.com/agora/agorad/cmd/agorad/internal/metrics"
 	"github.com/agora/agorad/cmd/agorad/internal/replies"
 	"github.com/agora/agorad/cmd/agorad/internal/sdnotify"
+	"github.com/agora/agorad/cmd/agorad/internal/turns"
 	"github.com/agora/agorad/cmd/internal/control"
 	"github.com/agora/agorad/configs"
 	"github.com/agora/agorad/sync/uplink"
@@ -55,7 +56,8 @@ type core struct {
 	// replies speaks the backend's answers (replies.go); the speech path
 	// asks it for the half-duplex gate and hands it push-to-talk presses.
 	replies *replies.Player
-	langs   *langMemo // language of recent utterances, for replies without lang
+	langs   *langMemo    // language of recent utterances, for replies without lang
+	turns   *turns.Clock // times each spoken turn (turns.go)
 }
 
 // Run starts the daemon and blocks until ctx ends (or, with a file input,
@@ -109,6 +111,7 @@ func newDaemon(o Options) (*Daemon, error) {
 	d.cmds = &commands{core: d.core, opts: o, speech: d.speech, status: d.status}
 
 	d.netChanged = make(chan struct{}, 1)
+	d.turns = newTurnClock(d.core)
 	d.up, err = uplink.New(uplink.Options{
 		DeviceID: cfg.DeviceID, BrokerURL: cfg.MQTT.Broker,
 		Username: cfg.MQTT.Username, Password: cfg.MQTT.Password,
@@ -116,9 +119,9 @@ func newDaemon(o Options) (*Daemon, error) {
 		KeepAlive: cfg.MQTT.Keepalive.D(), BackoffMin: cfg.MQTT.ReconnectMin.D(), BackoffMax: cfg.MQTT.ReconnectMax.D(),
 		BatchAckRequired: cfg.MQTT.BatchAckRequired,
 		Delivery:         cfg.MQTT.Delivery, AckTimeout: cfg.MQTT.AckTimeout.D(), StuckAfter: cfg.MQTT.StuckAfter.D(),
-		NetChanged: d.netChanged,
-		Status:     d.status.protocol,
-		Logger:     log,
+		NetChanged: d.netChanged, OnPublished: d.publishedTurn,
+		Status: d.status.protocol,
+		Logger: log,
 	}, d.store, d.cmds)
 	if err != nil {
 		d.close()
@@ -157,6 +160,7 @@ func (d *Daemon) close() {
 	if d.tts != nil {
 		d.tts.Close()
 	}
+	d.turns.Close() // before the sounds: no cue after
 	if d.sounds != nil {
 		d.sounds.Close()
 	}

@@ -56,6 +56,10 @@ type job struct {
 	started  time.Time
 	duration time.Duration
 	source   string
+	// speechEnd (the last speech sample) and turnEnd (when the segmenter
+	// ended the turn) time a live turn (turns.go); zero for a file or the
+	// journal, whose clock is not the inspector's.
+	speechEnd, turnEnd time.Time
 }
 
 // markOpened records that the voice path runs: audio is being read.
@@ -388,6 +392,7 @@ func (sp *speech) failed(j job, err error) {
 // entry once the text is stored or sent.
 func (sp *speech) route(ctx context.Context, j job, res transcribe.Result, hit *kws.Hit) {
 	defer sp.pending.Done()
+	transcribed := time.Now()
 	sp.met.Transcribed(res.ProcessingTime, res.AudioDuration)
 	sp.heard.Add(1)
 	if res.Rejected != "" {
@@ -408,6 +413,11 @@ func (sp *speech) route(ctx context.Context, j job, res transcribe.Result, hit *
 		sp.met.Utterance(mode)
 	}
 	sp.langs.put(res.Lang, out.ID, out.BatchID)
+	question := ""
+	if out.Sent > 0 {
+		question = out.ID
+	}
+	sp.turns.Heard(question, j.speechEnd, j.turnEnd, transcribed)
 	sp.log.Info("utterance", "mode", out.ModeAfter, "stored", out.Stored, "sent", out.Sent, "wake", string(out.Wake),
 		"chars", len(res.Text), "rtf", rtf(res))
 }
