@@ -88,6 +88,7 @@ type Segment struct {
 	PreRoll        Duration `yaml:"pre_roll"`
 	PostPad        Duration `yaml:"post_pad"`
 	MaxUtterance   Duration `yaml:"max_utterance"`
+	SpeculateAfter Duration `yaml:"speculate_after"`
 }
 
 // Wake lists the wake words; empty lists mean the wake package's built-in ones.

@@ -115,6 +115,9 @@ func (c *Config) Validate() error {
 	durBetween("segment.pre_roll", s.PreRoll, 0, 5*time.Second)
 	durBetween("segment.post_pad", s.PostPad, 0, 5*time.Second)
 	durBetween("segment.max_utterance", s.MaxUtterance, time.Second, 30*time.Second)
+	if sa := s.SpeculateAfter; sa != 0 && (sa < s.PostPad || sa >= s.Hangover) {
+		bad("segment.speculate_after", "%s not in segment.post_pad (%s) .. segment.hangover (%s), or 0 (off)", sa, s.PostPad, s.Hangover)
+	}
 	if s.MinSpeech.D() >= s.MaxUtterance.D() && s.MaxUtterance.D() > 0 {
 		bad("segment.min_speech", "%s is not shorter than segment.max_utterance (%s)", s.MinSpeech, s.MaxUtterance)
 	}

@@ -106,7 +106,8 @@ func newDaemon(o Options) (*Daemon, error) {
 	d.status = &status{core: d.core, version: o.Version, started: time.Now()}
 	d.status.reported.Store(-1)
 	d.speech = &speech{core: d.core, refusals: d.status, openSource: o.OpenSource, whisper: o.Transcriber,
-		pttEdge: make(chan bool, 16), jobs: make(chan job, 64)}
+		pttEdge: make(chan bool, 16), jobs: make(chan job, 64),
+		specs: make(chan *specRun, 1), specMet: d.met.NewSpeculative()}
 	d.status.speech = d.speech
 	d.cmds = &commands{core: d.core, opts: o, speech: d.speech, status: d.status}
 

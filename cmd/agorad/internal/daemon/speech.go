@@ -12,6 +12,7 @@ import (
 
 	"github.com/agora/agorad/audio"
 	"github.com/agora/agorad/cmd/agorad/internal/evdev"
+	"github.com/agora/agorad/cmd/agorad/internal/metrics"
 	"github.com/agora/agorad/transcribe"
 	"github.com/agora/agorad/transcribe/model"
 	"github.com/agora/agorad/wake/kws"
@@ -44,6 +45,13 @@ type speech struct {
 	opened     chan struct{}
 	openedOnce sync.Once
 
+	// Speculative runs (speculate.go): specs to the transcribe goroutine,
+	// spec the one not yet handed to its job.
+	specs   chan *specRun
+	specMu  sync.Mutex
+	spec    *specRun
+	specMet *metrics.Speculative
+
 	jobs    chan job // journaled utterances waiting for whisper
 	pending sync.WaitGroup
 	heard   atomic.Uint64 // whisper calls that returned
@@ -60,6 +68,7 @@ type job struct {
 	// ended the turn) time a live turn (turns.go); zero for a file or the
 	// journal, whose clock is not the inspector's.
 	speechEnd, turnEnd time.Time
+	spec               *specRun // the speculative run previewing it, if any
 }
 
 // markOpened records that the voice path runs: audio is being read.
@@ -256,9 +265,17 @@ func (sp *speech) transcribeLoop(ctx context.Context, recovered []job, captureDo
 	for {
 		if len(queue) == 0 {
 			select {
-			case j := <-sp.jobs:
+			case j := <-sp.jobs: // a finished turn goes before a speculative run
 				queue = append(queue, j)
-			case <-ctx.Done():
+			default:
+				select {
+				case j := <-sp.jobs:
+					queue = append(queue, j)
+				case run := <-sp.specs:
+					sp.runSpec(run)
+					continue
+				case <-ctx.Done():
+				}
 			}
 		}
 		if ctx.Err() != nil {
@@ -338,6 +355,10 @@ func samplesIn(d time.Duration) int { return int(d * audio.SampleRate / time.Sec
 // and routes each result in order, one Heard per utterance, exactly as one
 // call per utterance would.
 func (sp *speech) transcribeJobs(ctx context.Context, jobs []job) {
+	for len(jobs) > 1 && jobs[0].spec != nil {
+		sp.transcribeOne(ctx, jobs[0]) // its text may be there already
+		jobs = jobs[1:]
+	}
 	if len(jobs) == 1 {
 		sp.transcribeOne(ctx, jobs[0])
 		return
@@ -370,6 +391,10 @@ func (sp *speech) transcribeJobs(ctx context.Context, jobs []job) {
 }
 
 func (sp *speech) transcribeOne(ctx context.Context, j job) {
+	if res, hit, ok := sp.specResult(j); ok {
+		sp.route(ctx, j, res, hit)
+		return
+	}
 	spotted := sp.spot([]job{j})
 	res, err := sp.whisper.Transcribe(ctx, j.samples)
 	hit := spotted()[0]

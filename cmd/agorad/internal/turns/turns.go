@@ -80,8 +80,8 @@ func (c *Clock) Heard(id string, speechEnd, turnEnd, transcribed time.Time) {
 		return
 	}
 	if id == "" {
-		c.observe("", TurnEnd, turnEnd.Sub(speechEnd))
-		c.observe("", Transcribed, transcribed.Sub(speechEnd))
+		c.observe("", TurnEnd, speechEnd, turnEnd)
+		c.observe("", Transcribed, speechEnd, transcribed)
 		return
 	}
 	c.mu.Lock()
@@ -179,7 +179,7 @@ func (c *Clock) settle(id string, t *turn) {
 	for _, s := range Stages {
 		if at, ok := t.at[s]; ok && !t.observed[s] {
 			t.observed[s] = true
-			c.observe(id, s, at.Sub(t.speechEnd))
+			c.observe(id, s, t.speechEnd, at)
 		}
 	}
 	_, replied := t.at[Reply]
@@ -215,12 +215,16 @@ func (c *Clock) think(id string) {
 	}
 }
 
-func (c *Clock) observe(id, stage string, d time.Duration) {
+// observe records one stage; the debug line carries the stage's wall-clock
+// time too, so a benchmark can time it from its own end of speech.
+func (c *Clock) observe(id, stage string, speechEnd, at time.Time) {
+	d := at.Sub(speechEnd)
 	if d < 0 {
-		d = 0 // clocks of capture and wall differ by a few ms at most
+		d = 0 // the capture clock can run ahead of the wall clock (a backlog read at once)
 	}
 	if c.o.Observer != nil {
 		c.o.Observer.TurnStage(stage, d)
 	}
-	c.log.Debug("turn stage", "stage", stage, "id", id, "since_speech_end", d.Round(time.Millisecond))
+	c.log.Debug("turn stage", "stage", stage, "id", id, "since_speech_end", d.Round(time.Millisecond),
+		"at", at.UTC().Format(time.RFC3339Nano), "speech_end", speechEnd.UTC().Format(time.RFC3339Nano))
 }
