@@ -15,13 +15,26 @@ import (
 // nothing: Push decides as before. The key of an utterance, to match a
 // preview with what Push returns, is (PadStart, SpeechStart, SpeechEnd).
 func (s *Segmenter) Tentative(after time.Duration) (u Utterance, ok bool) {
-	if !s.inSpeech || len(s.utt) == 0 {
-		return Utterance{}, false
-	}
-	silence := s.utt[len(s.utt)-1].end() - s.lastSpeech
-	need := max(int64(after)*audio.SampleRate/int64(time.Second), s.postPad)
-	if silence < need || silence >= s.minSilence || s.lastSpeech-s.speechStart < s.minSpeech {
+	if !s.tentative(after) {
 		return Utterance{}, false
 	}
 	return s.build(s.utt, s.padStart, s.lastSpeech, s.lastSpeech+s.postPad, s.split), true
+}
+
+// TentativeKey is Tentative's key without copying the audio: a caller
+// polling every chunk builds the preview only when the key is new.
+func (s *Segmenter) TentativeKey(after time.Duration) (padStart, speechStart, speechEnd int64, ok bool) {
+	if !s.tentative(after) {
+		return 0, 0, 0, false
+	}
+	return s.padStart, s.speechStart, s.lastSpeech, true
+}
+
+func (s *Segmenter) tentative(after time.Duration) bool {
+	if !s.inSpeech || len(s.utt) == 0 {
+		return false
+	}
+	silence := s.utt[len(s.utt)-1].end() - s.lastSpeech
+	need := max(int64(after)*audio.SampleRate/int64(time.Second), s.postPad)
+	return silence >= need && silence < s.minSilence && s.lastSpeech-s.speechStart >= s.minSpeech
 }

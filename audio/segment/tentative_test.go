@@ -48,7 +48,12 @@ func TestTentativeMatchesEmitted(t *testing.T) {
 					t.Fatal(err)
 				}
 				out = append(out, u...)
-				if p, ok := s.Tentative(tc.after); ok {
+				p, ok := s.Tentative(tc.after)
+				pad, start, end, kok := s.TentativeKey(tc.after)
+				if kok != ok || ok && (uttKey{pad, start, end}) != keyOf(p) {
+					t.Fatalf("TentativeKey %v %v, Tentative %v %v", uttKey{pad, start, end}, kok, keyOf(p), ok)
+				}
+				if ok {
 					if p.SpeechEnd+s.postPad > off+W {
 						t.Fatalf("preview at %d ends at %d, beyond the audio pushed", off+W, p.SpeechEnd+s.postPad)
 					}

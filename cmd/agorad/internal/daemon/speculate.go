@@ -16,7 +16,9 @@ import (
 // preview (segment.Tentative) is exactly the utterance it returns if the
 // silence lasts, so when the turn ends on it the text is already there (or
 // on its way) and nothing runs twice; when speech resumes first, the run is
-// cancelled (whisper aborts) and its result dropped.
+// cancelled and its result dropped (whisper.cpp sees the abort only after
+// its encoder, so a dropped run costs most of a call: hence the measured
+// speculate_after, not the earliest possible).
 //
 // Ownership: the capture goroutine makes runs, cancels them and hands one to
 // the job of the utterance it became (sp.specMu guards sp.spec, the run not
@@ -62,24 +64,25 @@ func (sp *speech) speculate(ctx context.Context, seg *segment.Segmenter) {
 	if after <= 0 || sp.whisper == nil {
 		return
 	}
-	u, ok := seg.Tentative(after)
-	k := keyOfUtterance(u)
+	pad, start, end, ok := seg.TentativeKey(after)
+	k := specKey{pad, start, end}
 	sp.specMu.Lock()
 	defer sp.specMu.Unlock()
 	if cur := sp.spec; cur != nil && (!ok || cur.key != k) {
 		sp.spec = nil
 		sp.drop(cur)
 	}
-	if !ok || sp.spec != nil {
-		return
+	if !ok || sp.spec != nil || len(sp.specs) == cap(sp.specs) {
+		return // nothing new, or the transcriber has not taken the last one yet
 	}
+	u, _ := seg.Tentative(after) // only this goroutine drives seg: the same preview
 	rctx, cancel := context.WithCancel(ctx)
 	run := &specRun{key: k, samples: u.Samples, ctx: rctx, cancel: cancel}
 	select {
 	case sp.specs <- run:
 		sp.spec = run
 	default:
-		cancel() // the transcriber has not taken the last one yet: try on the next chunk
+		cancel() // cannot happen (only this goroutine sends); tried again on the next chunk
 	}
 }
 
@@ -97,7 +100,7 @@ func (sp *speech) drop(run *specRun) {
 		sp.specMet.Dropped(run.took)
 	}
 	run.mu.Unlock()
-	run.cancel() // aborts whisper if it is still on it
+	run.cancel() // whisper stops at its next abort check (after the encoder)
 	sp.log.Debug("speculative transcription dropped: speech resumed", "speech_end", run.key.end)
 }
 

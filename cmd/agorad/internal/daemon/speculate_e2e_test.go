@@ -69,35 +69,51 @@ func counterValue(t *testing.T, d *Daemon, name, label string) float64 {
 	return 0
 }
 
+// trimQuiet cuts near-silence (below -40 dBFS peaks) from the start and/or
+// the end of s.
+func trimQuiet(s []float32, start, end bool) []float32 {
+	loud := func(v float32) bool { return v > 0.01 || v < -0.01 }
+	lo, hi := 0, len(s)
+	for start && lo < hi && !loud(s[lo]) {
+		lo++
+	}
+	for end && hi > lo && !loud(s[hi-1]) {
+		hi--
+	}
+	return s[lo:hi]
+}
+
 // Whisper inside the end-of-turn wait, on real tiny.en and a microphone
 // paced at real time: with segment.speculate_after the utterance's text is
-// ready when the turn ends (part of whisper's time is hidden in the
-// hangover, and whisper runs once); without it whisper starts after the
-// turn; a pause longer than speculate_after but shorter than the hangover
+// ready when the turn ends (hangover − speculate_after of whisper's time is
+// hidden, and whisper runs once); without it whisper starts after the
+// turn; a pause (900 ms) longer than speculate_after but shorter than the hangover
 // drops the early run and the question is transcribed whole, once.
 func TestSpeculativeTranscription(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real tiny.en, Silero VAD, mosquitto and espeak-ng")
 	}
 	model := testaudio.RealModel(t, "tiny.en")
-	first := testaudio.Speak(t, "en-us", "The crack in the beam at frame four")
-	second := testaudio.Speak(t, "en-us", "is about two millimetres wide.")
+	// The pause is exactly 900 ms: espeak-ng's own silence at the ends is
+	// cut off.
+	first := trimQuiet(testaudio.Speak(t, "en-us", "The crack in the beam at frame four"), false, true)
+	second := trimQuiet(testaudio.Speak(t, "en-us", "is about two millimetres wide."), true, false)
 	whole := testaudio.Speak(t, "en-us", "What should I write in the report about the crack in the beam?")
 	tests := []struct {
 		name        string
 		speech      []float32
-		after       time.Duration
-		words       []string // in the one utterance published
-		used        float64  // -1: either (see below)
+		after       time.Duration // -1: the default (segment.speculate_after)
+		words       []string      // in the one utterance published
+		used        float64       // -1: either (see below)
 		dropped     bool
 		hiddenAtLst time.Duration // whisper time hidden in the hangover, at least
 	}{
-		{"question, speculating", whole, 400 * time.Millisecond, []string{"report", "crack"}, 1, false, 300 * time.Millisecond},
+		{"question, speculating", whole, -1, []string{"report", "crack"}, 1, false, 300 * time.Millisecond},
 		{"question, not speculating", whole, 0, []string{"report", "crack"}, 0, false, 0},
 		// The whole utterance's run is used when whisper was free for it;
 		// on a loaded machine the aborted first run can still hold whisper
 		// when the turn ends, and the job then runs whisper itself (once).
-		{"pause inside a question", testaudio.Concat(first, testaudio.Silence(750), second), 400 * time.Millisecond,
+		{"pause inside a question", testaudio.Concat(first, testaudio.Silence(900), second), -1,
 			[]string{"crack", "wide"}, -1, true, 0},
 	}
 	for _, tc := range tests {
@@ -106,7 +122,9 @@ func TestSpeculativeTranscription(t *testing.T) {
 			cfg := replyConfig(t, broker.URL())
 			cfg.Input.Source = "default" // replaced by src
 			cfg.Input.HandsFree = true
-			cfg.Segment.SpeculateAfter = configs.Duration(tc.after)
+			if tc.after >= 0 {
+				cfg.Segment.SpeculateAfter = configs.Duration(tc.after)
+			}
 			w, err := transcribe.New(transcribe.Options{ModelPath: model, Language: "en", Threads: 2, Logger: slog.New(slog.DiscardHandler)})
 			if err != nil {
 				t.Fatal(err)
@@ -165,7 +183,7 @@ func TestSpeculativeTranscription(t *testing.T) {
 			if tc.hiddenAtLst > 0 && hidden < tc.hiddenAtLst {
 				t.Errorf("%v of whisper hidden in the end-of-turn wait, want at least %v", hidden, tc.hiddenAtLst)
 			}
-			if tc.after == 0 && hidden > 150*time.Millisecond {
+			if cfg.Segment.SpeculateAfter == 0 && hidden > 150*time.Millisecond {
 				t.Errorf("not speculating, yet %v of whisper before the turn ended", hidden)
 			}
 		})
