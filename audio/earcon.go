@@ -26,6 +26,8 @@ var earcons = map[string][]tone{
 	"error":       {{freq: 150, ms: 350, amp: 0.35, buzz: true}},
 	// Two soft high blips: an answer is waiting (listen mode holds it).
 	"reply_waiting": {{freq: 1047, ms: 70, amp: 0.3}, {ms: 60}, {freq: 1047, ms: 70, amp: 0.3}},
+	// Soft, low and slow: the backend is still working on the question.
+	"thinking": {{freq: 660, ms: 120, amp: 0.12}, {ms: 90}, {freq: 740, ms: 120, amp: 0.12}, {ms: 90}, {freq: 660, ms: 120, amp: 0.12}},
 }
 
 // EarconNames lists the names Earcon accepts.
@@ -39,7 +41,8 @@ func EarconNames() []string {
 }
 
 // Earcon synthesizes the named short sound at 16 kHz: "stored",
-// "feedback_on", "listen_on", "offline", "error" or "reply_waiting".
+// "feedback_on", "listen_on", "offline", "error", "reply_waiting" or
+// "thinking".
 func Earcon(name string) ([]float32, error) {
 	tones, ok := earcons[name]
 	if !ok {

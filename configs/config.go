@@ -88,6 +88,7 @@ type Segment struct {
 	PreRoll        Duration `yaml:"pre_roll"`
 	PostPad        Duration `yaml:"post_pad"`
 	MaxUtterance   Duration `yaml:"max_utterance"`
+	SpeculateAfter Duration `yaml:"speculate_after"`
 }
 
 // Wake lists the wake words; empty lists mean the wake package's built-in ones.
@@ -196,6 +197,9 @@ type Replies struct {
 	MaxChars   int      `yaml:"max_chars"`
 	HalfDuplex bool     `yaml:"half_duplex"`
 	Tail       Duration `yaml:"tail"`
+	// ThinkingAfter: the "thinking" earcon plays once when a question was
+	// published this long ago and its answer has not come (feedback mode).
+	ThinkingAfter Duration `yaml:"thinking_after"`
 }
 
 // Voices name the synthesis voice per language.

@@ -115,6 +115,9 @@ func (c *Config) Validate() error {
 	durBetween("segment.pre_roll", s.PreRoll, 0, 5*time.Second)
 	durBetween("segment.post_pad", s.PostPad, 0, 5*time.Second)
 	durBetween("segment.max_utterance", s.MaxUtterance, time.Second, 30*time.Second)
+	if sa := s.SpeculateAfter; sa != 0 && (sa < s.PostPad || sa >= s.Hangover) {
+		bad("segment.speculate_after", "%s not in segment.post_pad (%s) .. segment.hangover (%s), or 0 (off)", sa, s.PostPad, s.Hangover)
+	}
 	if s.MinSpeech.D() >= s.MaxUtterance.D() && s.MaxUtterance.D() > 0 {
 		bad("segment.min_speech", "%s is not shorter than segment.max_utterance (%s)", s.MinSpeech, s.MaxUtterance)
 	}
@@ -165,8 +168,10 @@ func (c *Config) Validate() error {
 		bad("mqtt.tls", "is set but mqtt.broker %s is not a TLS URL (use ssl:// or mqtts://)", quote(m.Broker))
 	}
 	durBetween("mqtt.keepalive", m.Keepalive, 5*time.Second, time.Hour)
-	durBetween("mqtt.reconnect_min", m.ReconnectMin, 100*time.Millisecond, time.Hour)
-	durBetween("mqtt.reconnect_max", m.ReconnectMax, 100*time.Millisecond, 24*time.Hour)
+	durBetween("mqtt.reconnect_min", m.ReconnectMin, 100*time.Millisecond, 10*time.Minute)
+	// The ceiling is what a device waits at most once the broker is back:
+	// hours (as allowed before) left inspectors without answers.
+	durBetween("mqtt.reconnect_max", m.ReconnectMax, 100*time.Millisecond, 10*time.Minute)
 	oneOf("mqtt.delivery", m.Delivery, "broker", "backend")
 	oneOf("mqtt.engine", m.Engine, EngineMosquitto, EngineNATS)
 	if c.DeviceID != "" {
@@ -203,6 +208,9 @@ func (c *Config) Validate() error {
 			bad("replies.max_chars", "%d not in 20..8192", r.MaxChars)
 		}
 		durBetween("replies.tail", r.Tail, 0, 5*time.Second)
+	}
+	if t := c.Replies.ThinkingAfter; t != 0 {
+		durBetween("replies.thinking_after", t, 300*time.Millisecond, time.Minute)
 	}
 	switch sock := c.Control.Socket; {
 	case sock == "":

@@ -4,6 +4,8 @@
 // where speech starts and ends, short pauses are bridged (hangover), clicks
 // are dropped, pre-roll and post-padding keep soft edges, and speech longer
 // than whisper's window is split at the quietest moment near the cap.
+// During the silence that may end a turn, Tentative previews the utterance
+// exactly as it will be returned if the silence lasts (tentative.go).
 package segment
 
 import (
@@ -375,6 +377,12 @@ func quieter(a, b *window) bool {
 // emit builds an utterance from the audio of windows ws between stream
 // offsets from and until.
 func (s *Segmenter) emit(ws []*window, from, speechEnd, until int64, split bool) Utterance {
+	s.stats.Utterances++
+	return s.build(ws, from, speechEnd, until, split)
+}
+
+// build is emit without counting: Tentative previews an utterance with it.
+func (s *Segmenter) build(ws []*window, from, speechEnd, until int64, split bool) Utterance {
 	var samples []float32
 	var start time.Time
 	for _, x := range ws {
@@ -387,7 +395,6 @@ func (s *Segmenter) emit(ws []*window, from, speechEnd, until int64, split bool)
 		lo, hi := max(from, x.off)-x.off, min(until, x.end())-x.off
 		samples = append(samples, x.s[lo:hi]...)
 	}
-	s.stats.Utterances++
 	return Utterance{
 		Samples:     samples,
 		SpeechStart: s.speechStart,

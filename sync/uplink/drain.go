@@ -148,6 +148,9 @@ func (c *Client) drain(ctx context.Context, cli paho.Client, lost <-chan error) 
 			}
 		}
 		c.published.Add(1)
+		if c.opts.OnPublished != nil {
+			c.opts.OnPublished(head.e)
+		}
 		if !c.settled(head.e, time.Now()) {
 			delete(sent, head.e.ID) // held for the backend's ack
 			return nil

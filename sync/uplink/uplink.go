@@ -68,9 +68,16 @@ type Options struct {
 	KeepAlive      time.Duration // default 30s
 	ConnectTimeout time.Duration // default 10s
 	PublishTimeout time.Duration // a PUBACK not seen within this ends the session; default 30s
-	BackoffMin     time.Duration // default 1s
-	BackoffMax     time.Duration // default 60s
+	BackoffMin     time.Duration // default 500ms
+	BackoffMax     time.Duration // reconnect delay cap: the backlog waits at most this once the broker is back; default 3s
 	Window         int           // publishes awaiting PUBACK at once; default 64
+
+	// NetChanged, when set, cuts a reconnect wait short: a value on it (a
+	// link, address or route change: sync/netwatch) means try now.
+	NetChanged <-chan struct{}
+	// OnPublished, when set, is called with each outbox entry the broker
+	// PUBACKed (every message of it), on the drain's goroutine: keep it short.
+	OnPublished func(e buffer.Entry)
 
 	// Delivery is DeliveryBroker (default: delete after PUBACK) or
 	// DeliveryBackend: utterances, batches and events stay in the outbox
@@ -175,8 +182,8 @@ func New(opts Options, outbox Outbox, handler CommandHandler) (*Client, error) {
 	setDefault(&opts.KeepAlive, 30*time.Second)
 	setDefault(&opts.ConnectTimeout, 10*time.Second)
 	setDefault(&opts.PublishTimeout, 30*time.Second)
-	setDefault(&opts.BackoffMin, time.Second)
-	setDefault(&opts.BackoffMax, 60*time.Second)
+	setDefault(&opts.BackoffMin, 500*time.Millisecond)
+	setDefault(&opts.BackoffMax, 3*time.Second)
 	setDefault(&opts.AckTimeout, 60*time.Second)
 	setDefault(&opts.StuckAfter, 5*time.Minute)
 	switch opts.Delivery {
@@ -357,7 +364,7 @@ func (c *Client) connectLoop(ctx context.Context) {
 			delay := backoff(c.opts.BackoffMin, c.opts.BackoffMax, attempt)
 			c.log.Warn("connect to MQTT broker failed", "broker", c.url, "attempt", attempt+1, "retry_in", delay.Round(time.Millisecond), "err", err)
 			attempt++
-			if !sleep(ctx, delay) {
+			if !c.backoffSleep(ctx, delay, &attempt) {
 				break
 			}
 			continue
@@ -389,7 +396,7 @@ func (c *Client) connectLoop(ctx context.Context) {
 		delay := backoff(c.opts.BackoffMin, c.opts.BackoffMax, attempt)
 		c.log.Warn("MQTT session ended", "broker", c.url, "after", time.Since(began).Round(time.Millisecond), "retry_in", delay.Round(time.Millisecond), "err", err)
 		cli.Disconnect(0)
-		if !sleep(ctx, delay) {
+		if !c.backoffSleep(ctx, delay, &attempt) {
 			break
 		}
 	}
@@ -419,6 +426,24 @@ func backoff(min, max time.Duration, attempt int) time.Duration {
 		return min
 	}
 	return min + time.Duration(rand.Int64N(int64(ceil-min)))
+}
+
+// backoffSleep waits d before the next connect, or less when the network
+// changed (then attempt starts over: a new network is a new situation). It
+// returns false when ctx ended.
+func (c *Client) backoffSleep(ctx context.Context, d time.Duration, attempt *int) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	case <-c.opts.NetChanged: // nil: never
+		c.log.Info("network changed: connecting to the MQTT broker now", "broker", c.url, "instead_of_in", d.Round(time.Millisecond))
+		*attempt = 0
+		return true
+	}
 }
 
 func sleep(ctx context.Context, d time.Duration) bool {

@@ -111,7 +111,7 @@ func (sp *speech) captureLoop(ctx context.Context, kind inputKind) error {
 		if err != nil {
 			if handsFree {
 				for _, u := range seg.Flush() {
-					sp.enqueueUtterance(ctx, u.Samples, u.Start, samplesDur(u.SpeechEnd-u.SpeechStart), source)
+					sp.enqueueUtteranceSpec(ctx, u.Samples, u.Start, samplesDur(u.SpeechEnd-u.SpeechStart), source, sp.claimSpec(keyOfUtterance(u)))
 				}
 			}
 			if p, ok := hold.Release(); ok {
@@ -163,8 +163,9 @@ func (sp *speech) captureLoop(ctx context.Context, kind inputKind) error {
 			sp.log.Warn("segmentation", "err", err)
 		}
 		for _, u := range us {
-			sp.enqueueUtterance(ctx, u.Samples, u.Start, samplesDur(u.SpeechEnd-u.SpeechStart), source)
+			sp.enqueueUtteranceSpec(ctx, u.Samples, u.Start, samplesDur(u.SpeechEnd-u.SpeechStart), source, sp.claimSpec(keyOfUtterance(u)))
 		}
+		sp.speculate(ctx, seg)
 		sp.noteSegStats(seg.Stats(), &last)
 	}
 }
@@ -192,18 +193,33 @@ func (sp *speech) segmentConfig() segment.Config {
 // stored loses nothing) and hands it to whisper. A full journal is refused
 // loudly: the inspector hears the error sound.
 func (sp *speech) enqueueUtterance(ctx context.Context, samples []float32, start time.Time, dur time.Duration, source string) {
+	sp.enqueueUtteranceSpec(ctx, samples, start, dur, source, nil)
+}
+
+// enqueueUtteranceSpec is enqueueUtterance with the speculative run that
+// previewed the utterance (nil: none).
+func (sp *speech) enqueueUtteranceSpec(ctx context.Context, samples []float32, start time.Time, dur time.Duration, source string, spec *specRun) {
 	if len(samples) == 0 {
 		return
 	}
+	decided := time.Now() // the turn's end, before the journal's fsync
 	id, err := sp.store.JournalAudio(samples, start)
 	if err != nil {
+		if spec != nil {
+			spec.cancel()
+		}
 		sp.refusals.noteRefusal(err)
 		sp.sounds.Play("error")
 		sp.log.Error("utterance refused: could not journal its audio", "err", err, "seconds", float64(len(samples))/audio.SampleRate)
 		return
 	}
 	sp.pending.Add(1)
-	j := job{audioID: id, samples: samples, started: start, duration: dur, source: source}
+	j := job{audioID: id, samples: samples, started: start, duration: dur, source: source, spec: spec}
+	if source == "mic" || source == "ptt" {
+		// start is the wall clock of the first speech sample and dur the
+		// speech (VAD) or the press (push-to-talk).
+		j.speechEnd, j.turnEnd = start.Add(dur), decided
+	}
 	if ctx.Err() != nil {
 		// Stopping: hand over the last utterance if there is room; the
 		// transcriber drains the queue before it stops.

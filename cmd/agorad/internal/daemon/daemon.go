@@ -17,6 +17,7 @@ import (
 	"github.com/agora/agorad/cmd/agorad/internal/metrics"
 	"github.com/agora/agorad/cmd/agorad/internal/replies"
 	"github.com/agora/agorad/cmd/agorad/internal/sdnotify"
+	"github.com/agora/agorad/cmd/agorad/internal/turns"
 	"github.com/agora/agorad/cmd/internal/control"
 	"github.com/agora/agorad/configs"
 	"github.com/agora/agorad/sync/uplink"
@@ -34,6 +35,8 @@ type Daemon struct {
 	speech *speech
 	status *status
 	cmds   *commands
+
+	netChanged chan struct{} // network.go: link/address/route changes, to the uplink
 
 	abandoned bool // a stop overran its grace: close nothing under running goroutines
 }
@@ -53,7 +56,8 @@ type core struct {
 	// replies speaks the backend's answers (replies.go); the speech path
 	// asks it for the half-duplex gate and hands it push-to-talk presses.
 	replies *replies.Player
-	langs   *langMemo // language of recent utterances, for replies without lang
+	langs   *langMemo    // language of recent utterances, for replies without lang
+	turns   *turns.Clock // times each spoken turn (turns.go)
 }
 
 // Run starts the daemon and blocks until ctx ends (or, with a file input,
@@ -102,10 +106,13 @@ func newDaemon(o Options) (*Daemon, error) {
 	d.status = &status{core: d.core, version: o.Version, started: time.Now()}
 	d.status.reported.Store(-1)
 	d.speech = &speech{core: d.core, refusals: d.status, openSource: o.OpenSource, whisper: o.Transcriber,
-		pttEdge: make(chan bool, 16), jobs: make(chan job, 64)}
+		pttEdge: make(chan bool, 16), jobs: make(chan job, 64),
+		specs: make(chan *specRun, 1), specMet: d.met.NewSpeculative()}
 	d.status.speech = d.speech
 	d.cmds = &commands{core: d.core, opts: o, speech: d.speech, status: d.status}
 
+	d.netChanged = make(chan struct{}, 1)
+	d.turns = newTurnClock(d.core)
 	d.up, err = uplink.New(uplink.Options{
 		DeviceID: cfg.DeviceID, BrokerURL: cfg.MQTT.Broker,
 		Username: cfg.MQTT.Username, Password: cfg.MQTT.Password,
@@ -113,6 +120,7 @@ func newDaemon(o Options) (*Daemon, error) {
 		KeepAlive: cfg.MQTT.Keepalive.D(), BackoffMin: cfg.MQTT.ReconnectMin.D(), BackoffMax: cfg.MQTT.ReconnectMax.D(),
 		BatchAckRequired: cfg.MQTT.BatchAckRequired,
 		Delivery:         cfg.MQTT.Delivery, AckTimeout: cfg.MQTT.AckTimeout.D(), StuckAfter: cfg.MQTT.StuckAfter.D(),
+		NetChanged: d.netChanged, OnPublished: d.publishedTurn,
 		Status: d.status.protocol,
 		Logger: log,
 	}, d.store, d.cmds)
@@ -153,6 +161,7 @@ func (d *Daemon) close() {
 	if d.tts != nil {
 		d.tts.Close()
 	}
+	d.turns.Close() // before the sounds: no cue after
 	if d.sounds != nil {
 		d.sounds.Close()
 	}
@@ -198,6 +207,9 @@ func (d *Daemon) run(ctx context.Context) error {
 		})
 	}
 	svc.Go(func() error { return d.up.Run(svcCtx) })
+	if cfg.MQTT.Broker != "" {
+		svc.Go(func() error { d.watchNetwork(svcCtx, d.netChanged); return nil })
+	}
 	svc.Go(func() error { d.status.watchOnline(svcCtx); return nil })
 	svc.Go(func() error { d.status.refreshGauges(svcCtx); return nil })
 	svc.Go(func() error { d.status.watchBuffer(svcCtx); return nil })

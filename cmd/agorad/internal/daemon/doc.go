@@ -19,5 +19,9 @@
 // utterance goes to whisper at once; a backlog (journaled audio at start,
 // speech faster than whisper) is packed into shared whisper windows, and
 // still reaches the router one result per utterance, in order, each journal
-// entry released only after its own result is handed on.
+// entry released only after its own result is handed on. Whisper may start
+// on an utterance before the turn ends (speculate.go, a preview during the
+// hangover), but that text reaches the router only through the utterance's
+// journaled job, so a crash loses no more than it did before: the audio of
+// a turn not yet ended.
 package daemon

@@ -40,6 +40,7 @@ func newReplies(d *core) (*replies.Player, tts.Engine, error) {
 		LangOf:  d.langs.get, DefaultLang: rc.Language,
 		MaxAge: rc.MaxAge.D(), MaxChars: rc.MaxChars, HalfDuplex: rc.HalfDuplex, Tail: rc.Tail.D(),
 		Metrics:    d.met.NewReplies(),
+		Turns:      d.turns,
 		Logger:     d.log,
 		AfterStore: testHookReplyStored,
 	})

@@ -12,6 +12,7 @@ import (
 
 	"github.com/agora/agorad/audio"
 	"github.com/agora/agorad/cmd/agorad/internal/evdev"
+	"github.com/agora/agorad/cmd/agorad/internal/metrics"
 	"github.com/agora/agorad/transcribe"
 	"github.com/agora/agorad/transcribe/model"
 	"github.com/agora/agorad/wake/kws"
@@ -44,6 +45,13 @@ type speech struct {
 	opened     chan struct{}
 	openedOnce sync.Once
 
+	// Speculative runs (speculate.go): specs to the transcribe goroutine,
+	// spec the one not yet handed to its job.
+	specs   chan *specRun
+	specMu  sync.Mutex
+	spec    *specRun
+	specMet *metrics.Speculative
+
 	jobs    chan job // journaled utterances waiting for whisper
 	pending sync.WaitGroup
 	heard   atomic.Uint64 // whisper calls that returned
@@ -56,6 +64,11 @@ type job struct {
 	started  time.Time
 	duration time.Duration
 	source   string
+	// speechEnd (the last speech sample) and turnEnd (when the segmenter
+	// ended the turn) time a live turn (turns.go); zero for a file or the
+	// journal, whose clock is not the inspector's.
+	speechEnd, turnEnd time.Time
+	spec               *specRun // the speculative run previewing it, if any
 }
 
 // markOpened records that the voice path runs: audio is being read.
@@ -252,9 +265,17 @@ func (sp *speech) transcribeLoop(ctx context.Context, recovered []job, captureDo
 	for {
 		if len(queue) == 0 {
 			select {
-			case j := <-sp.jobs:
+			case j := <-sp.jobs: // a finished turn goes before a speculative run
 				queue = append(queue, j)
-			case <-ctx.Done():
+			default:
+				select {
+				case j := <-sp.jobs:
+					queue = append(queue, j)
+				case run := <-sp.specs:
+					sp.runSpec(run)
+					continue
+				case <-ctx.Done():
+				}
 			}
 		}
 		if ctx.Err() != nil {
@@ -334,6 +355,10 @@ func samplesIn(d time.Duration) int { return int(d * audio.SampleRate / time.Sec
 // and routes each result in order, one Heard per utterance, exactly as one
 // call per utterance would.
 func (sp *speech) transcribeJobs(ctx context.Context, jobs []job) {
+	for len(jobs) > 1 && jobs[0].spec != nil {
+		sp.transcribeOne(ctx, jobs[0]) // its text may be there already
+		jobs = jobs[1:]
+	}
 	if len(jobs) == 1 {
 		sp.transcribeOne(ctx, jobs[0])
 		return
@@ -366,6 +391,10 @@ func (sp *speech) transcribeJobs(ctx context.Context, jobs []job) {
 }
 
 func (sp *speech) transcribeOne(ctx context.Context, j job) {
+	if res, hit, ok := sp.specResult(j); ok {
+		sp.route(ctx, j, res, hit)
+		return
+	}
 	spotted := sp.spot([]job{j})
 	res, err := sp.whisper.Transcribe(ctx, j.samples)
 	hit := spotted()[0]
@@ -388,6 +417,7 @@ func (sp *speech) failed(j job, err error) {
 // entry once the text is stored or sent.
 func (sp *speech) route(ctx context.Context, j job, res transcribe.Result, hit *kws.Hit) {
 	defer sp.pending.Done()
+	transcribed := time.Now()
 	sp.met.Transcribed(res.ProcessingTime, res.AudioDuration)
 	sp.heard.Add(1)
 	if res.Rejected != "" {
@@ -408,6 +438,11 @@ func (sp *speech) route(ctx context.Context, j job, res transcribe.Result, hit *
 		sp.met.Utterance(mode)
 	}
 	sp.langs.put(res.Lang, out.ID, out.BatchID)
+	question := ""
+	if out.Sent > 0 {
+		question = out.ID
+	}
+	sp.turns.Heard(question, j.speechEnd, j.turnEnd, transcribed)
 	sp.log.Info("utterance", "mode", out.ModeAfter, "stored", out.Stored, "sent", out.Sent, "wake", string(out.Wake),
 		"chars", len(res.Text), "rtf", rtf(res))
 }

@@ -40,6 +40,13 @@ type Metrics interface {
 	SetState(speaking bool, waiting int)
 }
 
+// Turns times the turn a reply answers, by the id of the utterance it
+// answers (*turns.Clock).
+type Turns interface {
+	Replied(utteranceID string, at time.Time)
+	FirstAudio(utteranceID string, at time.Time)
+}
+
 // Options configure a Player.
 type Options struct {
 	Store Store
@@ -64,6 +71,7 @@ type Options struct {
 	HalfDuplex  bool
 	Tail        time.Duration // muted after speech ends (half duplex)
 	Metrics     Metrics
+	Turns       Turns // nil: turns are not timed
 	Logger      *slog.Logger
 	// AfterStore, when set, runs after a new reply was stored and before
 	// Receive returns (tests kill the process there).
@@ -170,6 +178,9 @@ func (p *Player) Receive(ctx context.Context, r protocol.Reply) error {
 	p.mu.Lock()
 	p.arrived[r.ID] = arrival
 	p.mu.Unlock()
+	if p.o.Turns != nil && r.InReplyTo != "" {
+		p.o.Turns.Replied(r.InReplyTo, arrival)
+	}
 	p.log.Info("reply received", "id", r.ID, "in_reply_to", r.InReplyTo, "lang", lang, "urgent", r.Urgent, "chars", len(r.Text))
 	p.poke()
 	return nil
@@ -493,6 +504,9 @@ func (p *Player) speak(ctx context.Context, r buffer.Reply) bool {
 		done, err = spk.PlayStream(pctx, stream, func(at time.Time) {
 			if p.o.Metrics != nil {
 				p.o.Metrics.FirstAudio(at.Sub(turnAt))
+			}
+			if p.o.Turns != nil && r.InReplyTo != "" {
+				p.o.Turns.FirstAudio(r.InReplyTo, at)
 			}
 			p.log.Debug("reply audio started", "id", r.ID, "after", at.Sub(turnAt))
 		})
