@@ -3,6 +3,8 @@ package uplink
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -33,7 +35,8 @@ func (h *slowHandler) HandleCommand(ctx context.Context, _ protocol.Command) err
 // session's own publishes timed out behind the backlog and the session
 // dropped (16 failed connects in the issue). Now the callback never blocks:
 // while a backlog of slow commands is worked through, outbox entries are
-// published and deleted, and the session stays up.
+// published and deleted, the session stays up, and a ping is answered at
+// once, not after the backlog.
 func TestSessionNeverWaitsBehindCommands(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real mosquitto")
@@ -47,16 +50,28 @@ func TestSessionNeverWaitsBehindCommands(t *testing.T) {
 	runClient(t, c)
 	waitUntil(t, 10*time.Second, "online", c.Online)
 
+	acks := b.Subscribe(t, protocol.Topic("dev-flood", protocol.TopicAcks))
 	pub := connectPublisher(t, b)
 	const n = 150 // > the broker's in-flight window (100) > the old queue (64)
 	for i := range n {
-		pub.Publish(protocol.Topic("dev-flood", protocol.TopicCommands), 1, false, fmt.Sprintf(`{"id":"p-%d","type":"ping"}`, i))
+		pub.Publish(protocol.Topic("dev-flood", protocol.TopicCommands), 1, false, fmt.Sprintf(`{"id":"m-%d","type":"set_mode","mode":"listen"}`, i))
 	}
 	// Stored and acknowledged at once: the backlog waits in the store's
 	// inbox, not in memory or in the broker's in-flight window.
 	waitUntil(t, 10*time.Second, "a backlog stored", func() bool { return st.InboxCount() > 64 })
 	if n := c.commands.Len(); n > maxAcceptBatch {
 		t.Errorf("%d commands held in memory", n)
+	}
+	pingAt := time.Now()
+	pub.Publish(protocol.Topic("dev-flood", protocol.TopicCommands), 1, false, `{"id":"probe-ping","type":"ping"}`)
+	if _, ok := acks.WaitFor(5*time.Second, func(ms []brokertest.Message) bool {
+		return slices.ContainsFunc(ms, func(m brokertest.Message) bool {
+			return strings.Contains(string(m.Payload), `"command_id":"probe-ping"`)
+		})
+	}); !ok {
+		t.Errorf("ping not answered within 5 s, behind %d stored commands", st.InboxCount())
+	} else if left := n - h.handled.Load(); left < n/4 {
+		t.Errorf("ping answered after %v, with only %d of %d commands left: want it ahead of the backlog", time.Since(pingAt), left, n)
 	}
 	// The backlog takes n*40ms = 6 s; utterances queued meanwhile are
 	// published within the publish timeout.
