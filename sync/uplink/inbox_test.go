@@ -100,3 +100,74 @@ func TestSessionNeverWaitsBehindCommands(t *testing.T) {
 		t.Errorf("connects %d, reconnects %d while a backlog was handled: want one session", s.Connects, s.Reconnects)
 	}
 }
+
+// Issue 27: the broker's in-flight window did not bound the commands held
+// between paho and the intake (3,500 replies, 55 MB, with 10,000 queued).
+// A bounded inbox makes push wait for room, never longer than maxWait,
+// and then not again until the taker has caught up.
+func TestInboxBound(t *testing.T) {
+	const limit, wait = 4, 100 * time.Millisecond
+	tests := []struct {
+		name     string
+		taker    bool // a goroutine pops as fast as it can
+		pushes   int
+		wantOver uint64
+		maxTook  time.Duration // all pushes together
+	}{
+		{"taker keeps up: never over", true, 200, 0, 5 * time.Second},
+		{"no taker: one wait, then no more", false, limit + 3, 3, wait + 80*time.Millisecond},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			b := newInbox()
+			b.setBound(limit, wait)
+			var maxLen atomic.Int64
+			stop := make(chan struct{})
+			done := make(chan struct{})
+			if tt.taker {
+				go func() {
+					defer close(done)
+					for {
+						maxLen.Store(max(maxLen.Load(), int64(b.Len())))
+						if _, ok := b.pop(); !ok {
+							select {
+							case <-stop:
+								return
+							case <-b.ready:
+							}
+						}
+					}
+				}()
+			} else {
+				close(done)
+			}
+			start := time.Now()
+			for range tt.pushes {
+				b.push(inbound{})
+			}
+			took := time.Since(start)
+			close(stop)
+			<-done
+			if got := b.overBound(); got != tt.wantOver {
+				t.Errorf("%d pushes past the bound, want %d", got, tt.wantOver)
+			}
+			if took > tt.maxTook {
+				t.Errorf("pushes took %v, want at most %v (push waits once, then not while stalled)", took, tt.maxTook)
+			}
+			if tt.taker && maxLen.Load() > limit {
+				t.Errorf("%d commands queued, bound %d", maxLen.Load(), limit)
+			}
+			if !tt.taker {
+				if took < wait {
+					t.Errorf("push past the bound returned after %v, want it to wait %v for room first", took, wait)
+				}
+				for b.Len() >= limit {
+					b.pop()
+				}
+				if b.stalled {
+					t.Error("still stalled below the bound")
+				}
+			}
+		})
+	}
+}

@@ -19,8 +19,14 @@ type commandStore interface {
 	InboxNotify() <-chan struct{}
 }
 
-// maxAcceptBatch bounds the commands stored in one transaction.
+// maxAcceptBatch bounds the commands stored in one transaction, and those
+// held in memory before they are stored.
 const maxAcceptBatch = 256
+
+// commandRoomWait is the longest paho's goroutine waits for room in
+// c.commands: far below the publish and keepalive timeouts, far above a
+// store write.
+const commandRoomWait = time.Second
 
 // serveInbox carries out commands through the store's inbox. One goroutine
 // (intake) stores what paho received, all that arrived meanwhile in one
@@ -32,6 +38,9 @@ const maxAcceptBatch = 256
 // (full, closing) are carried out from memory and acknowledged after, as
 // without an inbox.
 func (c *Client) serveInbox(ctx context.Context, cs commandStore) {
+	// The intake empties c.commands one store write at a time: paho may
+	// wait that long for room, so what is held in memory stays bounded.
+	c.commands.setBound(maxAcceptBatch, commandRoomWait)
 	fallback := newInbox()
 	var wg sync.WaitGroup
 	wg.Add(1)
