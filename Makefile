@@ -31,7 +31,7 @@ PKGS := ./...
 VERSION := $(or $(VERSION),$(shell sh scripts/version.sh))
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all deps whisper shim build test-fresh goenv deb test-system test test-short vet fmt run bench clean reference-graph refgraph-venv refgraph-test py-test models fuzz test-fleet bench-bridge
+.PHONY: all deps whisper shim build test-fresh goenv deb test-system test test-short vet fmt run bench clean reference-graph refgraph-venv refgraph-test py-test models fuzz test-fleet test-flood bench-bridge
 
 all: build
 
@@ -162,6 +162,12 @@ bench: build
 # reference graph; and the graph down for 30 s. Not part of `make test`.
 test-fleet: deps shim
 	AGORA_FLEET=1 $(GO) test -count=1 -timeout 60m -run 'TestFleet' -v ./cmd/agora-bridge/
+
+# The issue-27 reply flood at full size: 10,000 replies of 8,000 characters
+# queued on real mosquitto while the device is off (make test runs 1,000).
+# Not part of `make test`: minutes on a loaded machine.
+test-flood: deps shim
+	AGORAD_FLOOD_REPLIES=10000 $(GO) test -count=1 -timeout 30m -run 'TestReplyFloodStaysOnline' -v ./cmd/agorad/internal/daemon/
 
 # agora-bridge throughput and latency (bench/bridgebench).
 bench-bridge: deps shim

@@ -82,3 +82,36 @@ func TestPrintEscapesControlCharacters(t *testing.T) {
 		}
 	}
 }
+
+// escStatus is a daemon whose status carries hostile text where the device
+// reports errors it did not write itself (speech engine, problems).
+type escStatus struct {
+	*controltest.Fake
+	text string
+}
+
+func (s *escStatus) Status(ctx context.Context) (control.Status, error) {
+	st, err := s.Fake.Status(ctx)
+	st.Speech, st.Problems, st.Speaking = s.text, []string{s.text}, "r1"
+	return st, err
+}
+
+// agoractl status shows the daemon's problem and speech texts escaped too:
+// they carry error text from outside (a voice file's name, a broker's
+// refusal).
+func TestStatusEscapesControlCharacters(t *testing.T) {
+	for _, tc := range hostile {
+		t.Run(tc.name, func(t *testing.T) {
+			code, out, errs := runCtl(t, "--socket", controltest.Serve(t, &escStatus{controltest.NewFake(0), tc.text}), "status")
+			if code != 0 {
+				t.Fatalf("exit %d, stderr %q", code, errs)
+			}
+			if strings.Count(out, tc.want) != 2 {
+				t.Errorf("stdout does not show %q as problem and speech: %q", tc.want, out)
+			}
+			if strings.ContainsAny(out, "\x1b\r\t\u009b\u202e\a") {
+				t.Errorf("stdout carries a raw control character: %q", out)
+			}
+		})
+	}
+}

@@ -70,7 +70,7 @@ func stopCmd(ctx context.Context, c *control.Client, _ options, _ io.Writer) (re
 		if r.Interrupted == "" {
 			fmt.Fprintln(w, "nothing was being spoken")
 		} else {
-			fmt.Fprintf(w, "stopped reply %s\n", r.Interrupted)
+			fmt.Fprintf(w, "stopped reply %s\n", shown(r.Interrupted))
 		}
 	}}, err
 }

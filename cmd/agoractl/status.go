@@ -42,7 +42,7 @@ func printStatus(w io.Writer, s control.Status) {
 		fmt.Fprintf(tw, "outbox stuck:\t%s\n", (time.Duration(s.StuckSeconds) * time.Second).String())
 	}
 	for _, p := range s.Problems {
-		fmt.Fprintf(tw, "problem:\t%s\n", p)
+		fmt.Fprintf(tw, "problem:\t%s\n", shown(p))
 	}
 	if s.LastUtterance != nil {
 		fmt.Fprintf(tw, "last utterance:\t%q at %s\n", s.LastUtterance.Text, s.LastUtterance.At.Local().Format(time.DateTime))
@@ -56,12 +56,12 @@ func printStatus(w io.Writer, s control.Status) {
 	fmt.Fprintf(tw, "refused (store full):\t%d\n", s.Refused)
 	speaking := "-"
 	if s.Speaking != "" {
-		speaking = "reply " + s.Speaking
+		speaking = "reply " + shown(s.Speaking)
 	}
 	fmt.Fprintf(tw, "speaking:\t%s\n", speaking)
 	fmt.Fprintf(tw, "replies waiting:\t%d\n", s.RepliesWaiting)
 	if s.Speech != "" {
-		fmt.Fprintf(tw, "speech:\t%s\n", s.Speech)
+		fmt.Fprintf(tw, "speech:\t%s\n", shown(s.Speech))
 	}
 	tw.Flush()
 }

@@ -2,6 +2,7 @@ package uplink
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"time"
 
@@ -18,8 +19,14 @@ type commandStore interface {
 	InboxNotify() <-chan struct{}
 }
 
-// maxAcceptBatch bounds the commands stored in one transaction.
+// maxAcceptBatch bounds the commands stored in one transaction, and those
+// held in memory before they are stored.
 const maxAcceptBatch = 256
+
+// commandRoomWait is the longest paho's goroutine waits for room in
+// c.commands: far below the publish and keepalive timeouts, far above a
+// store write.
+const commandRoomWait = time.Second
 
 // serveInbox carries out commands through the store's inbox. One goroutine
 // (intake) stores what paho received, all that arrived meanwhile in one
@@ -31,6 +38,9 @@ const maxAcceptBatch = 256
 // (full, closing) are carried out from memory and acknowledged after, as
 // without an inbox.
 func (c *Client) serveInbox(ctx context.Context, cs commandStore) {
+	// The intake empties c.commands one store write at a time: paho may
+	// wait that long for room, so what is held in memory stays bounded.
+	c.commands.setBound(maxAcceptBatch, commandRoomWait)
 	fallback := newInbox()
 	var wg sync.WaitGroup
 	wg.Add(1)
@@ -47,7 +57,11 @@ func (c *Client) serveInbox(ctx context.Context, cs commandStore) {
 			if !ok {
 				break
 			}
-			if !c.handleCommand(ctx, in.cmd) {
+			if in.answered != nil {
+				if !c.owe(*in.answered) {
+					return
+				}
+			} else if !c.handleCommand(ctx, in.cmd) {
 				return // stopping: not acknowledged, the broker redelivers it
 			}
 			in.msg.Ack()
@@ -112,22 +126,64 @@ func (c *Client) intake(ctx context.Context, cs commandStore, fallback *inbox) {
 			if len(batch) == 0 {
 				break
 			}
-			payloads := make([][]byte, len(batch))
+			// A ping is answered here, not queued behind the commands still
+			// to be carried out: it probes the link, and a backend that
+			// hears nothing for minutes after a flood takes the device for
+			// dead. It has no effect to keep in order.
+			answered := make([]bool, len(batch))
+			var payloads [][]byte
 			for i, in := range batch {
-				payloads[i] = in.msg.Payload()
+				if in.cmd.Type == protocol.CmdPing {
+					if ack, ok := c.answerPing(ctx, in.cmd); ok {
+						answered[i] = true
+					} else {
+						batch[i].answered = &ack
+					}
+					continue
+				}
+				payloads = append(payloads, in.msg.Payload())
 			}
 			if err := cs.AcceptCommands(payloads); err != nil {
 				if ok, _ := c.rejectLog.allow(time.Now()); ok {
-					c.log.Warn("commands not stored; carried out from memory, acknowledged after", "commands", len(batch), "err", err)
+					c.log.Warn("commands not stored; carried out from memory, acknowledged after", "commands", len(payloads), "err", err)
 				}
-				for _, in := range batch {
-					fallback.push(in)
+				for i, in := range batch {
+					if answered[i] {
+						in.msg.Ack()
+					} else {
+						fallback.push(in)
+					}
 				}
 				continue
 			}
+			// PUBACKs in the order the commands arrived (MQTT 3.1.1, 4.6),
+			// once what they confirm is stored; a ping whose ack is owed is
+			// acknowledged by serveInbox once it is.
 			for _, in := range batch {
+				if in.answered != nil {
+					fallback.push(in)
+					continue
+				}
 				in.msg.Ack()
 			}
 		}
 	}
+}
+
+// answerPing hands a ping to the handler and stores its ack in the outbox;
+// false when the store refused the ack, which is then owed (see
+// inbound.answered), the ping not handled twice.
+func (c *Client) answerPing(ctx context.Context, cmd protocol.Command) (protocol.AckBody, bool) {
+	ack := protocol.AckBody{CommandID: cmd.ID, CommandType: cmd.Type, OK: true}
+	if c.handler != nil {
+		if err := c.handler.HandleCommand(ctx, cmd); err != nil {
+			c.handlerErrors.Add(1)
+			ack.OK, ack.Error = false, err.Error()
+		}
+	}
+	body, err := json.Marshal(ack)
+	if err == nil {
+		_, err = c.outbox.Enqueue(buffer.LaneControl, buffer.KindAck, !c.Online(), body)
+	}
+	return ack, err == nil
 }

@@ -43,7 +43,9 @@ type Outbox interface {
 // result is answered to the backend as an ack on the control lane (ok, or
 // the error text), except for a reply it accepted: the handler queues that
 // ack itself, with the reply's outcome. ack commands are handled by the
-// uplink itself.
+// uplink itself. A ping is handed over as it is received, ahead of the
+// commands waiting in the store's inbox, possibly while another command is
+// being handled: HandleCommand must be safe for that.
 type CommandHandler interface {
 	HandleCommand(ctx context.Context, cmd protocol.Command) error
 }
@@ -566,6 +568,9 @@ func wait(ctx context.Context, tok paho.Token, timeout time.Duration, lost <-cha
 type inbound struct {
 	cmd protocol.Command
 	msg paho.Message
+	// answered is the ack of a ping handled at intake whose ack the store
+	// refused: it is owed, the ping not handled again.
+	answered *protocol.AckBody
 }
 
 // onMessage runs on paho's goroutine: validate, count, queue for
@@ -587,7 +592,7 @@ func (c *Client) onMessage(_ paho.Client, m paho.Message) {
 	c.commandsN.Add(1)
 	// Never blocks (see inbox): left unhandled at shutdown, a command is
 	// not acknowledged and the broker redelivers it to the next session.
-	c.commands.push(inbound{cmd, m})
+	c.commands.push(inbound{cmd: cmd, msg: m})
 }
 
 func (c *Client) serveCommands(ctx context.Context) {
@@ -662,6 +667,12 @@ func (c *Client) handleCommand(ctx context.Context, cmd protocol.Command) bool {
 	} else if cmd.Type == protocol.CmdReply {
 		ack.OK, ack.Error, ack.Outcome = false, "this device does not speak replies", protocol.OutcomeFailed
 	}
+	return c.owe(ack)
+}
+
+// owe stores ack, or keeps it owed while the store refuses it; false when
+// stopping (the command is then not acknowledged to the broker).
+func (c *Client) owe(ack protocol.AckBody) bool {
 	c.owed = append(c.owed, ack)
 	if err := c.payOwed(); err != nil {
 		if errors.Is(err, buffer.ErrClosed) {

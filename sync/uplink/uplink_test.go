@@ -15,6 +15,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -453,6 +454,9 @@ func TestMalformedCommands(t *testing.T) {
 		t.Errorf("rejection log missing topic or excerpt not bounded")
 	}
 	publish(t, b, topic, `{"id":"cmd-1","type":"set_mode","mode":"listen"}`)
+	// A ping is answered as received, ahead of stored commands: sent after
+	// the set_mode was handled, so both orders below are fixed.
+	waitUntil(t, 10*time.Second, "set_mode handled", func() bool { return len(h.got()) == 1 })
 	publish(t, b, topic, `{"id":"cmd-2","type":"ping"}`)
 	waitUntil(t, 10*time.Second, "valid commands handled", func() bool { return len(h.got()) == 2 })
 	if g := h.got(); g[0].Mode != "listen" || g[0].ID != "cmd-1" || g[1].Type != protocol.CmdPing {
@@ -768,9 +772,14 @@ func TestReplyCommands(t *testing.T) {
 	if !ok {
 		t.Fatal("no ack for the ping")
 	}
-	if g := h.got(); len(g) != 2 || g[0].Reply == nil || g[0].Reply.Text != "Ja." || g[0].Reply.InReplyTo != "u-1" {
+	// The ping is answered as received, maybe before the reply was handled.
+	waitUntil(t, 10*time.Second, "reply and ping handled", func() bool { return len(h.got()) == 2 })
+	g := h.got()
+	i := slices.IndexFunc(g, func(c protocol.Command) bool { return c.Type == protocol.CmdReply })
+	if len(g) != 2 || i < 0 || g[i].Reply.Text != "Ja." || g[i].Reply.InReplyTo != "u-1" || g[1-i].Type != protocol.CmdPing {
 		t.Fatalf("handler got %+v", g)
 	}
+	msgs = acks.Messages() // no ack for the stored reply came after the ping's
 	if len(msgs) != 1 || !strings.Contains(string(msgs[0].Payload), `"command_id":"p-1"`) {
 		t.Fatalf("%d acks: the stored reply must not be acked by the uplink", len(msgs))
 	}
