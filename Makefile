@@ -31,7 +31,7 @@ PKGS := ./...
 VERSION := $(or $(VERSION),$(shell sh scripts/version.sh))
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all deps whisper shim build test-fresh goenv deb test-system test test-short vet fmt run bench clean reference-graph refgraph-venv refgraph-test py-test models fuzz test-fleet bench-bridge
+.PHONY: demo all deps whisper shim build test-fresh goenv deb test-system test test-short vet fmt run bench clean reference-graph refgraph-venv refgraph-test py-test models fuzz test-fleet bench-bridge
 
 all: build
 
@@ -135,6 +135,22 @@ run: deps build
 	  ./build/bin/agorad model fetch silero-v6.2.0 --dir models || exit 1; fi
 	./build/bin/agorad run -c configs/agorad.yaml --input $(INPUT) $(if $(WHISPER),--model $(WHISPER)) \
 	  --state-dir $(STATE_DIR) --socket $(SOCKET) --broker $(BROKER)
+
+# The whole chain on one machine (demo/): mosquitto on a free loopback port,
+# the reference graph under uvicorn, agora-bridge and agorad with tiny.en on
+# an ALSA file microphone fed at real time. It says a scripted inspection
+# round (three notes, "Hey Agora, ...", "Agora, listen.") or plays
+# INPUT=my.wav, prints each step with its timing, writes the spoken answer
+# to build/demo/answer.wav and stops everything it started (Ctrl-C too).
+# DEMO_ARGS: more flags (go run ./demo -h), e.g. -keep to keep the logs.
+DEMO_ARGS ?=
+demo: deps build
+	@[ -f models/ggml-tiny.en-q8_0.bin ] || $(MAKE) --no-print-directory models
+	@[ -f models/ggml-silero-v6.2.0.bin ] || [ -f ../shared/models/for-tests-silero-v6.2.0-ggml.bin ] || \
+	  ./build/bin/agorad model fetch silero-v6.2.0 --dir models
+	@bash scripts/refgraph.sh venv >/dev/null
+	$(GO) build -o build/demo/agora-demo ./demo
+	./build/demo/agora-demo $(if $(filter-out default none,$(INPUT)),-input $(INPUT)) $(DEMO_ARGS)
 
 # The reference AGORA graph (refgraph/, Python): installed once into
 # refgraph/.venv, served over AG-UI at http://127.0.0.1:$(PORT)/agui until SIGTERM.

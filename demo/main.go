@@ -51,7 +51,6 @@ func parse(args []string, out io.Writer) (options, error) {
 	fs.StringVar(&o.answer, "answer", "build/demo/answer.wav", "where the spoken answers are written")
 	fs.StringVar(&o.dir, "dir", "", "scratch directory (default: a new temporary one, removed at the end)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the scratch directory (logs, state) after the end")
-	short := fs.Bool("short", false, "one note instead of three (make test's short form)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -59,9 +58,6 @@ func parse(args []string, out io.Writer) (options, error) {
 		return o, fmt.Errorf("unexpected argument %q (a recording is -input FILE.wav)", fs.Arg(0))
 	}
 	o.lines = chain.Inspection
-	if *short {
-		o.lines = append([]chain.Line{chain.Inspection[0]}, chain.Inspection[3:]...)
-	}
 	return o, nil
 }
 
@@ -156,6 +152,7 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 	}
 	printf("device settled: mode %s, listen buffer %d, outbox %d, unconfirmed %d", st.Mode, st.Buffered, st.Outbox, st.Unconfirmed)
 	stopNarrator()
+	c.Agorad.Stop() // closes its speaker: the file plugin writes what it still holds
 	played, err := c.Mic.Played()
 	if err != nil {
 		return err
@@ -190,11 +187,14 @@ func playRecording(ctx context.Context, c *chain.Chain, rec []float32, print fun
 		return err
 	}
 	print("recording played; waiting until the device is quiet")
-	// Quiet: no new transcription, nothing being spoken or waiting, for 5 s.
+	// Quiet: no new transcription, message, or speech for 15 s (longer
+	// than whisper takes for one utterance on a loaded two-core machine:
+	// the counter moves only when a run returns).
 	var last chain.Status
+	lastMsgs := 0
 	quietSince := time.Now()
 	deadline := time.Now().Add(3 * time.Minute)
-	for time.Since(quietSince) < 5*time.Second {
+	for time.Since(quietSince) < 15*time.Second {
 		if time.Now().After(deadline) {
 			return errors.New("the device did not go quiet within 3 min of the recording's end")
 		}
@@ -202,9 +202,11 @@ func playRecording(ctx context.Context, c *chain.Chain, rec []float32, print fun
 		if err != nil {
 			return err
 		}
-		if st.Transcriptions != last.Transcriptions || st.Speaking != "" || st.RepliesWaiting > 0 || st.Outbox > 0 {
+		msgs := len(c.Bus.Messages())
+		if st.Transcriptions != last.Transcriptions || msgs != lastMsgs || st.Speaking != "" || st.RepliesWaiting > 0 || st.Outbox > 0 {
 			quietSince = time.Now()
 		}
+		lastMsgs = msgs
 		last = st
 		select {
 		case <-ctx.Done():
