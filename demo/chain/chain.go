@@ -38,6 +38,9 @@ type Options struct {
 	DeviceID string
 	// Earcons plays the earcons (the speaker gets them with the replies).
 	Earcons bool
+	// GraphEnv is more environment for the reference graph
+	// (REFGRAPH_DELAY_MS=...).
+	GraphEnv []string
 	// Progress, when set, gets a line per component started.
 	Progress func(format string, args ...any)
 }
@@ -104,7 +107,7 @@ func Start(ctx context.Context, o Options) (c *Chain, err error) {
 	say("mosquitto        %s (%v)", c.Broker.URL(), since(t0))
 
 	t0 = time.Now()
-	c.Graph, err = fleetsim.StartRefGraph(ctx, o.Root, "REFGRAPH_DB="+filepath.Join(o.Dir, "refgraph.sqlite"), "REFGRAPH_LOG_LEVEL=info")
+	c.Graph, err = fleetsim.StartRefGraph(ctx, o.Root, append([]string{"REFGRAPH_DB=" + filepath.Join(o.Dir, "refgraph.sqlite"), "REFGRAPH_LOG_LEVEL=info"}, o.GraphEnv...)...)
 	if err != nil {
 		return c, fmt.Errorf("start the reference graph: %w", err)
 	}
