@@ -34,6 +34,9 @@ type Options struct {
 	ModelsDir string
 	// Language is transcribe.language (en, nl, auto).
 	Language string
+	// Voice is espeak-ng's options for the lines Say speaks; default
+	// Voice (en-us, 140 words a minute).
+	Voice []string
 	// DeviceID names the device; default inspector-7.
 	DeviceID string
 	// Earcons plays the earcons (the speaker gets them with the replies).
@@ -73,6 +76,9 @@ func Start(ctx context.Context, o Options) (c *Chain, err error) {
 	}
 	if o.Language == "" {
 		o.Language = "en"
+	}
+	if o.Voice == nil {
+		o.Voice = Voice
 	}
 	say := func(format string, args ...any) {
 		if o.Progress != nil {

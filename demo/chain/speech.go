@@ -41,7 +41,7 @@ func Synth(ctx context.Context, dir, text string, args ...string) ([]float32, er
 
 // Say speaks text into the microphone and returns when it has been spoken.
 func (c *Chain) Say(ctx context.Context, text string) (Spoken, error) {
-	s, err := Synth(ctx, c.Opts.Dir, text, Voice...)
+	s, err := Synth(ctx, c.Opts.Dir, text, c.Opts.Voice...)
 	if err != nil {
 		return Spoken{}, err
 	}
