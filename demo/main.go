@@ -141,7 +141,7 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 	if recording != nil {
 		err = playRecording(ctx, c, recording, print)
 	} else {
-		err = playRound(ctx, c, o.lines, print)
+		err = playRound(ctx, c, nar, o.lines, print)
 	}
 	if err != nil {
 		return err
@@ -150,6 +150,7 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 	if err != nil {
 		return fmt.Errorf("the device's outbox did not empty: %w (outbox %d, unconfirmed %d)", err, st.Outbox, st.Unconfirmed)
 	}
+	nar.Sync(ctx)
 	printf("device settled: mode %s, listen buffer %d, outbox %d, unconfirmed %d", st.Mode, st.Buffered, st.Outbox, st.Unconfirmed)
 	stopNarrator()
 	c.Agorad.Stop() // closes its speaker: the file plugin writes what it still holds
@@ -164,10 +165,11 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 	return nil
 }
 
-func playRound(ctx context.Context, c *chain.Chain, lines []chain.Line, print func(string)) error {
+func playRound(ctx context.Context, c *chain.Chain, nar *chain.Narrator, lines []chain.Line, print func(string)) error {
 	for _, l := range lines {
 		print(fmt.Sprintf("say %q", l.Text))
 		st, err := c.SayLine(ctx, l)
+		nar.Sync(ctx)
 		if err != nil {
 			return err
 		}

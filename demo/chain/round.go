@@ -137,15 +137,30 @@ func (c *Chain) Settle(ctx context.Context, timeout time.Duration) (Status, erro
 type Narrator struct {
 	c     *Chain
 	print func(string)
+	sync  chan chan struct{}
 	mu    sync.Mutex
 	last  time.Time // the last end of speech
 }
 
 // Narrate starts a narrator until ctx ends.
 func (c *Chain) Narrate(ctx context.Context, print func(string)) *Narrator {
-	n := &Narrator{c: c, print: print}
+	n := &Narrator{c: c, print: print, sync: make(chan chan struct{})}
 	go n.run(ctx)
 	return n
+}
+
+// Sync returns once the narrator has printed what had happened when it
+// was called, so a caller's own line comes after it.
+func (n *Narrator) Sync(ctx context.Context) {
+	done := make(chan struct{})
+	select {
+	case n.sync <- done:
+		select {
+		case <-done:
+		case <-ctx.Done():
+		}
+	case <-ctx.Done():
+	}
 }
 
 // SpeechEnded sets the reference for the times printed next.
@@ -173,10 +188,12 @@ func (n *Narrator) run(ctx context.Context) {
 	defer tick.Stop()
 	first := true
 	for {
+		var synced chan struct{}
 		select {
 		case <-ctx.Done():
 			return
 		case <-tick.C:
+		case synced = <-n.sync:
 		}
 		if st, err := n.c.StatusFull(ctx); err == nil {
 			now := time.Now()
@@ -198,6 +215,9 @@ func (n *Narrator) run(ctx context.Context) {
 			}
 		}
 		seenMsgs = len(msgs)
+		if synced != nil {
+			close(synced)
+		}
 	}
 }
 
