@@ -36,6 +36,9 @@ func TestDemoRecording(t *testing.T) {
 	model := testaudio.RealModel(t, "tiny.en")
 	testaudio.SpotterDir(t)
 	root, _ := filepath.Abs("..")
+	if _, err := vadModel(root); err != nil {
+		t.Skip(err)
+	}
 	bin := t.TempDir()
 	for _, p := range []string{"agorad", "agoractl", "agora-bridge"} {
 		if b, err := exec.Command("go", "build", "-o", filepath.Join(bin, p), "github.com/agora/agorad/cmd/"+p).CombinedOutput(); err != nil {
