@@ -31,7 +31,7 @@ PKGS := ./...
 VERSION := $(or $(VERSION),$(shell sh scripts/version.sh))
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: all deps whisper shim build test-fresh goenv deb test-system test test-short vet fmt run bench clean reference-graph refgraph-venv refgraph-test py-test models fuzz test-fleet test-flood bench-bridge
+.PHONY: demo all deps whisper shim build test-fresh goenv deb test-system test test-short vet fmt run bench clean reference-graph refgraph-venv refgraph-test py-test models fuzz test-fleet test-flood bench-bridge
 
 all: build
 
@@ -53,7 +53,7 @@ shim: whisper $(SHIM_DIR)/libggml-cpu.a
 # -trimpath: no build paths in the shipped binaries; it also lets
 # make test-system build the previous release's tree from the build cache.
 build: shim
-	$(CROSS_ENV) CGO_LDFLAGS='$(SHIP_LDFLAGS)' $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o build/bin/$(if $(CROSS_ENV),$(ARCH)/) ./cmd/...
+	$(CROSS_ENV) CGO_LDFLAGS='$(SHIP_LDFLAGS)' $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o build/bin/$(if $(CROSS_ENV),$(ARCH)/) ./cmd/agorad ./cmd/agoractl ./cmd/agora-bridge
 
 # Debian packages (nfpm; see packaging/): build/deb/agorad_<version>_<arch>.deb
 # and build/deb/agora-bridge_<version>_<arch>.deb.
@@ -135,6 +135,22 @@ run: deps build
 	  ./build/bin/agorad model fetch silero-v6.2.0 --dir models || exit 1; fi
 	./build/bin/agorad run -c configs/agorad.yaml --input $(INPUT) $(if $(WHISPER),--model $(WHISPER)) \
 	  --state-dir $(STATE_DIR) --socket $(SOCKET) --broker $(BROKER)
+
+# The whole chain on one machine (cmd/internal/demo, cmd/internal/chain): mosquitto on a free loopback port,
+# the reference graph under uvicorn, agora-bridge and agorad with tiny.en on
+# an ALSA file microphone fed at real time. It says a scripted inspection
+# round (three notes, "Hey Agora, ...", "Agora, listen.") or plays
+# INPUT=my.wav, prints each step with its timing, writes the spoken answer
+# to build/demo/answer.wav and stops everything it started (Ctrl-C too).
+# DEMO_ARGS: more flags (go run ./cmd/internal/demo -h), e.g. -keep to keep the logs.
+DEMO_ARGS ?=
+demo: deps build
+	@[ -f models/ggml-tiny.en-q8_0.bin ] || $(MAKE) --no-print-directory models
+	@[ -f models/ggml-silero-v6.2.0.bin ] || [ -f ../shared/models/for-tests-silero-v6.2.0-ggml.bin ] || \
+	  ./build/bin/agorad model fetch silero-v6.2.0 --dir models
+	@bash scripts/refgraph.sh venv >/dev/null
+	$(GO) build -o build/demo/agora-demo ./cmd/internal/demo
+	./build/demo/agora-demo $(if $(filter-out default none,$(INPUT)),-input $(INPUT)) $(DEMO_ARGS)
 
 # The reference AGORA graph (refgraph/, Python): installed once into
 # refgraph/.venv, served over AG-UI at http://127.0.0.1:$(PORT)/agui until SIGTERM.
