@@ -260,6 +260,9 @@ func cmdDeadLetters(args []string, stdout, stderr io.Writer) int {
 	partitions := fs.Int("partitions", 16, "JetStream partitions")
 	limit := fs.Int("n", 100, "at most this many")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
 		return exitUsage
 	}
 	var store bridge.Store
