@@ -298,3 +298,64 @@ func keys(m map[string][]string) []string {
 	sort.Strings(k)
 	return k
 }
+
+// TestDocsReferences: the tests and files the documents name exist (a
+// renamed test or a moved file leaves a doc pointing at nothing).
+func TestDocsReferences(t *testing.T) {
+	root := testaudio.RepoRoot()
+	files := []string{filepath.Join(root, "README.md"), filepath.Join(root, "refgraph", "README.md")}
+	docs, _ := filepath.Glob(filepath.Join(root, "docs", "*.md"))
+	files = append(files, docs...)
+	var tests strings.Builder
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil {
+			return nil
+		}
+		if d.IsDir() && (d.Name() == "build" || d.Name() == ".venv" || d.Name() == ".git" || d.Name() == "models") {
+			return filepath.SkipDir
+		}
+		if strings.HasSuffix(p, "_test.go") {
+			b, _ := os.ReadFile(p)
+			tests.Write(b)
+		}
+		return nil
+	})
+	testName := regexp.MustCompile(`\bTest[A-Z][A-Za-z0-9_]*`)
+	pathRe := regexp.MustCompile("`((?:cmd|sync|audio|buffer|transcribe|wake|configs|scripts|refgraph|systemd|packaging|bench)/[A-Za-z0-9_./-]+)`")
+	checked := 0
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		rel, _ := filepath.Rel(root, f)
+		seen := map[string]bool{}
+		for _, n := range testName.FindAllString(string(b), -1) {
+			if seen[n] {
+				continue
+			}
+			seen[n] = true
+			checked++
+			if !strings.Contains(tests.String(), "func "+n+"(") {
+				t.Errorf("%s names %s: no such test", rel, n)
+			}
+		}
+		for _, m := range pathRe.FindAllStringSubmatch(string(b), -1) {
+			p := m[1]
+			if i := regexp.MustCompile(`\.[A-Z]`).FindStringIndex(p); i != nil {
+				p = p[:i[0]] // package.Symbol
+			}
+			if seen[p] || strings.Contains(p, "/out") {
+				continue // output directories exist after a run
+			}
+			seen[p] = true
+			checked++
+			if _, err := os.Stat(filepath.Join(root, p)); err != nil {
+				t.Errorf("%s names %s: %v", rel, p, err)
+			}
+		}
+	}
+	if checked < 20 {
+		t.Fatalf("only %d references found: the extraction is broken", checked)
+	}
+}
