@@ -219,8 +219,8 @@ func (h *helps) check(t *testing.T, m mention) {
 			t.Errorf("%s has no global flag %s (%s --help)", m.prog, f[1], m.prog)
 		}
 		args = args[1:]
-		if len(args) > 0 && !strings.HasPrefix(args[0], "-") && strings.ToUpper(strings.Trim(args[0], "[]")) == strings.Trim(args[0], "[]") {
-			args = args[1:] // the flag's value (PATH)
+		if len(args) > 0 && !isCommand(cmds, args[0]) && !strings.HasPrefix(args[0], "-") {
+			args = args[1:] // the flag's value (PATH, build/agorad.sock)
 		}
 	}
 	if len(args) == 0 {
@@ -279,6 +279,11 @@ func checkMake(t *testing.T, makefile string, args []string) {
 			}
 		}
 	}
+}
+
+func isCommand(cmds map[string][]string, s string) bool {
+	_, ok := cmds[s]
+	return ok
 }
 
 func contains(list []string, s string) bool {
