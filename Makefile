@@ -56,12 +56,18 @@ build: shim
 	$(CROSS_ENV) CGO_LDFLAGS='$(SHIP_LDFLAGS)' $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o build/bin/$(if $(CROSS_ENV),$(ARCH)/) ./cmd/agorad ./cmd/agoractl ./cmd/agora-bridge
 
 # Debian packages (nfpm; see packaging/): build/deb/agorad_<version>_<arch>.deb
-# and build/deb/agora-bridge_<version>_<arch>.deb.
+# and build/deb/agora-bridge_<version>_<arch>.deb. MODELS=1 also builds
+# build/deb/agorad-models_<version>_<arch>.deb: every model make models
+# imported, the Silero VAD and the keyword spotter's front end, with their
+# SHA256SUMS, in /usr/share/agorad/models (for devices without internet;
+# MODELS="base-q8_0 tiny.en-q8_0" carries those, plus the configured one).
+MODELS ?=
 deb: build
 	@mkdir -p build/completion
 	$(if $(CROSS_ENV),$(MAKE) --no-print-directory build ARCH=$(HOST_ARCH) && )./build/bin/agorad completion bash >build/completion/agorad
 	ARCH=$(ARCH) bash scripts/build-deb.sh agorad $(VERSION)
 	ARCH=$(ARCH) bash scripts/build-deb.sh agora-bridge $(VERSION)
+	$(if $(MODELS),ARCH=$(ARCH) MODELS='$(MODELS)' AGORAD=build/bin/agorad bash scripts/build-deb.sh agorad-models $(VERSION))
 	$(if $(CROSS_ENV),bash scripts/cross.sh check $(ARCH) build/deb/agorad_$(VERSION)_$(ARCH).deb)
 
 # The README's two commands on a fresh Debian root that never saw this

@@ -13,6 +13,7 @@
 # so no other suite's packages are ever needed. A cross-built package takes
 # the Depends computed on this machine's own build: the same sources, linked
 # against the same suite's libraries.
+# agorad-models (make deb MODELS=...) carries the models: scripts/deb-models.sh.
 #   ARCH     the package's architecture (default: this machine's)
 #   BIN_DIR  where the binaries are (default build/bin, build/bin/ARCH when cross)
 set -euo pipefail
@@ -72,13 +73,20 @@ if [ "$name" = agorad ]; then
   # the shipped description with the derived Depends in place of its own list
   awk -v ov="$overlay" 'BEGIN{skip=0} /^depends:/{while((getline l < ov)>0) print l; skip=1; next} skip && /^[a-z]/{skip=0} !skip' \
     "packaging/$name/nfpm.yaml" >"$cfg"
+elif [ "$name" = agorad-models ]; then
+  # the models, checked and with their SHA256SUMS (scripts/deb-models.sh;
+  # MODELS says which)
+  export MODELS_DIR=build/deb/stage-$arch/models
+  ARCH=$arch bash scripts/deb-models.sh "$MODELS_DIR"
+  cfg=build/deb/stage-$arch/$name.nfpm.yaml
+  cp "packaging/$name/nfpm.yaml" "$cfg"
 else
   mkdir -p "build/deb/stage-$arch"
   cfg=build/deb/stage-$arch/$name.nfpm.yaml
   cp "packaging/$name/nfpm.yaml" "$cfg"
 fi
 # nfpm expands variables in its scalar fields but not in contents' paths
-sed -i "s|\${BIN_DIR}|$PWD/$bin|g; s|\${LIB_DIR}|$PWD/${LIB_DIR:-}|g" "$cfg"
+sed -i "s|\${BIN_DIR}|$PWD/$bin|g; s|\${LIB_DIR}|$PWD/${LIB_DIR:-}|g; s|\${MODELS_DIR}|$PWD/${MODELS_DIR:-}|g" "$cfg"
 mkdir -p build/deb
 "$nfpm" package --config "$cfg" --packager deb --target build/deb/ >&2
 echo "build/deb/${name}_${version}_${arch}.deb"

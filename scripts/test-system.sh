@@ -134,9 +134,9 @@ ct systemctl restart mosquitto
 log "README: apt install ./agorad_*.deb ($PREV_VERSION, the previous release, on plain $SUITE)"
 libc0=$(ct dpkg-query -W -f='${Version}' libc6)
 ct sh -c 'cd /root/prev && apt install -y -q ./agorad_*.deb' >"$SYS/apt-install.log" 2>&1 || { cat "$SYS/apt-install.log" >&2; exit 1; }
-check "postinst says it did not start the placeholder config" grep -q "NOT started" "$SYS/apt-install.log"
+check "postinst says it did not start the shipped config" grep -q "NOT started" "$SYS/apt-install.log"
 check "enabled after install" ct systemctl is-enabled agorad
-check "not started with the placeholder config" sh -c "! nsenter -t $LEADER -a systemctl is-active -q agorad"
+check "not started with the shipped config" sh -c "! nsenter -t $LEADER -a systemctl is-active -q agorad"
 check "apt removed nothing" sh -c "! grep -q 'will be REMOVED' '$SYS/apt-install.log'"
 check "libc6 is still $SUITE's ($libc0)" test "$(ct dpkg-query -W -f='${Version}' libc6)" = "$libc0"
 check "only $SUITE's sources" sh -c "! grep -rqs -e sid -e testing '$ROOT/etc/apt/sources.list' '$ROOT/etc/apt/sources.list.d'"
@@ -266,7 +266,7 @@ fi
 # its MQTT session is up (the agent graph is retried per message).
 log "apt install ./agora-bridge_*.deb"
 ct sh -c 'cd /root/new && apt install -y -q ./agora-bridge_*.deb' >"$SYS/apt-bridge.log" 2>&1 || { cat "$SYS/apt-bridge.log" >&2; fail=1; }
-check "bridge postinst says it did not start the placeholder config" grep -q "agora-bridge: enabled, NOT started" "$SYS/apt-bridge.log"
+check "bridge postinst says it did not start the shipped config" grep -q "agora-bridge: enabled, NOT started" "$SYS/apt-bridge.log"
 check "bridge enabled, not active" sh -c "nsenter -t $LEADER -a systemctl is-enabled -q agora-bridge && ! nsenter -t $LEADER -a systemctl is-active -q agora-bridge"
 sed -i -e 's#^  url: tcp://.*#  url: tcp://127.0.0.1:18883#' "$ROOT/etc/agora-bridge/agora-bridge.yaml"
 check "systemctl start agora-bridge (READY=1)" ct systemctl start agora-bridge

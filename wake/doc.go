@@ -32,8 +32,9 @@
 //     (longest entry first: "luister maar" before "luister"). A listen word
 //     elsewhere ("Agora, can you listen to this?") is part of the request.
 //   - A greeting right before the wake word, in the same sentence (Dutch
-//     and English: "Hello", "Hallo", "Hi", "Hoi", "Hey", "Hé", "Okay",
-//     "Oké") belongs to the phrase: it is not handed over as a note.
+//     and English: "Hello", "Hallo", "Hi", "Hoi", "Hai", "Hey", "Hé",
+//     "Hee", "Okay", "Ok", "Oké", "Goedemorgen", "Goedemiddag",
+//     "Goedenavond") belongs to the phrase: it is not handed over as a note.
 //   - The first wake phrase in the text decides; later ones stay in the
 //     remainder.
 //   - MatchHeard is for an utterance in which the keyword spotter

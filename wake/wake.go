@@ -253,6 +253,7 @@ func (r *Rules) listenLike(t token) bool {
 // writes the wake word after a greeting far more reliably than at the
 // start of an utterance (issue 15's note), so people are told to say it.
 var greetings = map[string]bool{"hello": true, "hallo": true, "hey": true, "hi": true, "hoi": true, "he": true,
+	"hee": true, "hai": true, "goedemorgen": true, "goedemiddag": true, "goedenavond": true,
 	"okay": true, "ok": true, "oke": true}
 
 // wakeAt returns how many tokens from i make a wake word, or 0.

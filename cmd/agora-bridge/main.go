@@ -261,6 +261,9 @@ func cmdDeadLetters(args []string, stdout, stderr io.Writer) int {
 	limit := fs.Int("n", 100, "at most this many")
 	content := fs.Bool("content", false, "also print each dead letter's full content (the device message as received), indented on the next line")
 	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return exitOK
+		}
 		return exitUsage
 	}
 	show := func(dls []bridge.DeadLetter) {

@@ -93,6 +93,10 @@ func flagsOf(ctx context.Context, path []string) []string {
 const completionUsage = "usage: agorad completion bash   (print a bash completion script; the .deb installs it)\n"
 
 func cmdCompletion(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 && (args[len(args)-1] == "-h" || args[len(args)-1] == "-help" || args[len(args)-1] == "--help") {
+		fmt.Fprint(stdout, completionUsage)
+		return exitOK
+	}
 	if len(args) != 1 || args[0] != "bash" {
 		fmt.Fprint(stderr, completionUsage)
 		return exitUsage

@@ -77,8 +77,12 @@ func cmdDoctor(ctx context.Context, args []string, stdout, stderr io.Writer, env
 	asJSON := fs.Bool("json", false, "JSON output (one object with a checks array)")
 	fs.BoolVar(&env.audioNoise, "v", env.audioNoise, "keep the audio libraries' own messages (ALSA, JACK probing) on stderr")
 	fs.DurationVar(&env.pttWait, "ptt-wait", env.pttWait, "wait up to this long (e.g. 10s) for a press of the push-to-talk key")
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, "usage: agorad doctor [-c FILE] [--json] [--ptt-wait D] [-v]\n\nChecks the device's setup, one line per check with a fix; exit 1 when one failed.")
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
-		return exitUsage
+		return usageCode(err)
 	}
 	if *asJSON && env.pttWait > 0 {
 		fmt.Fprintf(stderr, "agorad doctor: press the push-to-talk key within %s\n", env.pttWait)

@@ -47,7 +47,7 @@ commands:
   model fetch NAME         download a model from the catalog into ./models
   model import DIR         convert a CTranslate2 (faster-whisper) Whisper model to ggml
   model list               list the models in the catalog
-  doctor [-c FILE] [--json] [--ptt-wait D] [-v]  check config, models, broker, disk, store, microphone, speaker, key
+  doctor [-c FILE] [--json] [--ptt-wait D] [-v]  check config, secrets, clock, compute, models, spotter, broker, disk, store, groups, microphone, speaker, key
   store check|salvage|rekey  verify, rescue or re-key the store (agorad store for flags)
   completion bash          print a bash completion script
   version                  print the version

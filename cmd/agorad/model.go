@@ -16,16 +16,28 @@ import (
 // cmdModel handles `agorad model fetch NAME [--dir DIR]`, `agorad model
 // import SRC_DIR [--out FILE] [--type T]` and `agorad model list`.
 func cmdModel(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	const usage = "usage: agorad model fetch NAME [--dir DIR] | agorad model import SRC_DIR [--out FILE] [--type f16|f32|q8_0|q4_0] | agorad model list"
 	if len(args) == 0 {
-		fmt.Fprintln(stderr, "usage: agorad model fetch NAME [--dir DIR] | agorad model import SRC_DIR [--out FILE] [--type f16|f32|q8_0|q4_0] | agorad model list")
+		fmt.Fprintln(stderr, usage)
 		return exitUsage
 	}
 	switch args[0] {
+	case "-h", "-help", "--help", "help":
+		fmt.Fprintln(stdout, usage)
+		return exitOK
 	case "fetch":
 		return cmdModelFetch(ctx, args[1:], stdout, stderr, http.DefaultClient)
 	case "import":
 		return cmdModelImport(args[1:], stdout, stderr)
 	case "list":
+		if len(args) > 1 {
+			if h := args[1]; h == "-h" || h == "-help" || h == "--help" {
+				fmt.Fprintln(stdout, "usage: agorad model list\n\nLists the catalog's models (agorad model fetch NAME downloads one).")
+				return exitOK
+			}
+			fmt.Fprintf(stderr, "agorad model list: unexpected argument %q\n", args[1])
+			return exitUsage
+		}
 		tw := tabwriter.NewWriter(stdout, 0, 4, 2, ' ', 0)
 		fmt.Fprintln(tw, "NAME\tKIND\tFILE\tSIZE")
 		for _, e := range model.Catalog {

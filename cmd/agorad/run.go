@@ -40,7 +40,7 @@ func runDaemon(ctx context.Context, args []string, stdout, stderr io.Writer) int
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
-		return exitUsage
+		return usageCode(err)
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "agorad run: unexpected argument %q\n", fs.Arg(0))

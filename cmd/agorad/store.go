@@ -32,6 +32,10 @@ func cmdStore(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stderr, storeUsage)
 		return exitUsage
 	}
+	if h := args[0]; h == "-h" || h == "-help" || h == "--help" || h == "help" {
+		fmt.Fprint(stdout, storeUsage)
+		return exitOK
+	}
 	sub := args[0]
 	fs := flag.NewFlagSet("agorad store "+sub, flag.ContinueOnError)
 	fs.SetOutput(stderr)
@@ -46,7 +50,7 @@ func cmdStore(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		tmp      = fs.String("tmp", "", "directory for the working copy (default $TMPDIR)")
 	)
 	if err := fs.Parse(args[1:]); err != nil {
-		return exitUsage
+		return usageCode(err)
 	}
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "agorad store %s: unexpected argument %q\n", sub, fs.Arg(0))

@@ -145,6 +145,7 @@ func DeviceOf(topic string) string {
 // onWait, when not nil, is called while a run is being retried (JetStream
 // uses it to keep the message from being redelivered elsewhere).
 func (b *Bridge) Handle(ctx context.Context, topic string, payload []byte, onWait func()) error {
+	ctx = context.WithValue(ctx, handleStartKey{}, time.Now())
 	device, name, ok := ParseTopic(topic)
 	if !ok {
 		b.bad("topic", "not an agora/v1/<device>/<name> topic", topic, payload)
@@ -166,7 +167,7 @@ func (b *Bridge) Handle(ctx context.Context, topic string, payload []byte, onWai
 	case protocol.TopicUtterances, protocol.TopicBatches:
 		return b.data(ctx, device, name, topic, payload, onWait)
 	case protocol.TopicStatus:
-		return b.status(device, topic, payload)
+		return b.status(ctx, device, topic, payload)
 	case protocol.TopicEvents, protocol.TopicAcks:
 		return b.control(ctx, device, name, topic, payload)
 	default:
@@ -234,7 +235,7 @@ func validID(id string) bool {
 	return true
 }
 
-func (b *Bridge) status(device, topic string, payload []byte) error {
+func (b *Bridge) status(ctx context.Context, device, topic string, payload []byte) error {
 	var st protocol.StatusMessage
 	env, refused := b.envelope(device, protocol.TypeStatus, topic, payload, &st)
 	if refused != "" {
@@ -250,7 +251,7 @@ func (b *Bridge) status(device, topic string, payload []byte) error {
 	// connection published since. (A will of a connection taken over by the
 	// device's reconnect can thus mark it offline until its next status.)
 	if st.Online && st.UpdatedAt != "" && st.UpdatedAt < ds.StatusAt {
-		b.counted(device, "status", env, "stale")
+		b.counted(ctx, device, "status", env, "stale")
 		return nil
 	}
 	if st.Mode != "" { // the last will carries no mode: keep the last known
@@ -265,7 +266,7 @@ func (b *Bridge) status(device, topic string, payload []byte) error {
 		online = 1
 	}
 	b.m.Online.WithLabelValues(device).Set(online)
-	b.counted(device, "status", env, "stored")
+	b.counted(ctx, device, "status", env, "stored")
 	b.log.Debug("device status", "device", device, "online", st.Online, "mode", st.Mode)
 	return nil
 }
@@ -310,7 +311,7 @@ func (b *Bridge) control(ctx context.Context, device, name, topic string, payloa
 		b.bad("type", "unexpected type "+strconv.Quote(excerptString(env.Type)), topic, payload)
 		return nil
 	}
-	b.counted(device, env.Type, env, "logged")
+	b.counted(ctx, device, env.Type, env, "logged")
 	return nil
 }
 
@@ -340,7 +341,7 @@ func (b *Bridge) data(ctx context.Context, device, name, topic string, payload [
 		}
 	}
 	if refused != "" {
-		b.counted(device, typ, env, "invalid")
+		b.counted(ctx, device, typ, env, "invalid")
 		return b.parkBad(device, topic, payload, refused)
 	}
 	rec, found, err := b.o.Store.Get(device, env.ID)
@@ -352,7 +353,7 @@ func (b *Bridge) data(ctx context.Context, device, name, topic string, payload [
 		// transport ack): the graph is not asked again; the answer and the
 		// ack are re-sent in case they were lost (once per batch: on its
 		// last part).
-		b.counted(device, typ, env, "duplicate")
+		b.counted(ctx, device, typ, env, "duplicate")
 		if batch.Part != nil && batch.Part.Index != batch.Part.Of {
 			return nil
 		}
@@ -372,7 +373,7 @@ func (b *Bridge) data(ctx context.Context, device, name, topic string, payload [
 				return err
 			}
 			if found {
-				b.counted(device, typ, env, "duplicate")
+				b.counted(ctx, device, typ, env, "duplicate")
 				b.log.Warn("same store_id and seq as a message handed over before, under a new id; not run again",
 					"device", device, "id", env.ID, "first_id", orig, "store_id", env.StoreID, "seq", env.Seq)
 				if batch.Part != nil && batch.Part.Index != batch.Part.Of {
@@ -391,7 +392,7 @@ func (b *Bridge) data(ctx context.Context, device, name, topic string, payload [
 		// store: the device never produces that (it re-sends under the
 		// original id), so it is refused rather than run out of order.
 		b.m.BadInput.WithLabelValues("seq_regression").Inc()
-		b.counted(device, typ, env, "invalid")
+		b.counted(ctx, device, typ, env, "invalid")
 		return b.parkRefused(ctx, device, topic, &env, payload,
 			fmt.Sprintf("seq_regression: seq %d under a new id, below %d of store %s", env.Seq, ds.StoreSeq, env.StoreID))
 	}
@@ -450,11 +451,11 @@ func (b *Bridge) data(ctx context.Context, device, name, topic string, payload [
 	b.m.Stage.WithLabelValues("commit").Observe(time.Since(t0).Seconds())
 	if dl != nil {
 		b.m.Parked.Inc()
-		b.counted(device, typ, env, "parked")
+		b.counted(ctx, device, typ, env, "parked")
 		b.log.Error("message parked as a dead letter; the device's later messages go on", "device", device,
 			"id", env.ID, "seq", env.Seq, "attempts", attempts, "reason", excerptString(dl.Reason))
 	} else {
-		b.counted(device, typ, env, "run")
+		b.counted(ctx, device, typ, env, "run")
 	}
 	return b.finish(ctx, device, env, rec)
 }
@@ -462,10 +463,19 @@ func (b *Bridge) data(ctx context.Context, device, name, topic string, payload [
 // counted counts what became of a device message and logs it at debug
 // level: which device and message, never its content (the inspector's
 // words stay out of the bridge's logs).
-func (b *Bridge) counted(device, kind string, env protocol.Envelope, outcome string) {
+func (b *Bridge) counted(ctx context.Context, device, kind string, env protocol.Envelope, outcome string) {
 	b.m.Messages.WithLabelValues(kind, outcome).Inc()
-	b.log.Debug("device message", "device", device, "id", env.ID, "seq", env.Seq, "kind", kind, "outcome", outcome)
+	var took time.Duration
+	if t0, ok := ctx.Value(handleStartKey{}).(time.Time); ok {
+		took = time.Since(t0)
+	}
+	b.log.Debug("device message", "device", device, "id", env.ID, "seq", env.Seq, "kind", kind, "outcome", outcome,
+		"duration", took.Round(time.Microsecond))
 }
+
+// handleStartKey keys the time Handle took a message in (the debug line's
+// duration: to its outcome; for a run, the graph's answer).
+type handleStartKey struct{}
 
 // finish publishes the reply (if any), then the ack that lets the device
 // delete the message. A reply re-sent after a crash carries the same id.

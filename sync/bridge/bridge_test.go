@@ -127,9 +127,16 @@ func TestDuplicateIsNotRunAgain(t *testing.T) {
 	// One debug line per message with what became of it, without its words.
 	logs := h.log.String()
 	for _, outcome := range []string{"run", "duplicate"} {
-		want := fmt.Sprintf("device=d1 id=%s seq=1 kind=utterance outcome=%s", id, outcome)
-		if !strings.Contains(logs, want) {
+		want := fmt.Sprintf("device=d1 id=%s seq=1 kind=utterance outcome=%s duration=", id, outcome)
+		i := strings.Index(logs, want)
+		if i < 0 {
 			t.Errorf("log lacks %q:\n%s", want, logs)
+			continue
+		}
+		// how long the message took to its outcome (a run: the agent's HTTP round trip)
+		field := strings.Fields(logs[i+len(want):])[0]
+		if d, err := time.ParseDuration(field); err != nil || d <= 0 {
+			t.Errorf("%s: duration=%s, want a positive duration (%v)", outcome, field, err)
 		}
 	}
 	if strings.Contains(logs, "hello") {
