@@ -17,8 +17,9 @@
 //     seen in OK starts a new episode (Episode is incremented once); a
 //     failure seen while Failed or Recovering belongs to the same episode
 //     and keeps the first Since. OK is reached again only through
-//     Recovering: a probe that passes after a failure, then the owner's
-//     Recover check (a store write) that succeeds.
+//     Recovering: a probe that passes at least Interval after the last
+//     failure seen, then the owner's Recover check (a store write) that
+//     succeeds.
 //   - Errors that are not storage failures (a storage cap reached, a store
 //     that is closed, a cancelled context) never change the state.
 //   - At most one probe is in flight: a probe stuck in the kernel (a dead

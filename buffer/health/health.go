@@ -167,10 +167,14 @@ func (m *Monitor) failLocked(k Kind, err error) {
 		msg = err.Error()
 	}
 	prev := m.state
+	// OK again needs a quiet Interval after the last failure seen.
+	if next := m.o.Now().Add(m.o.Interval); next.After(m.nextTry) {
+		m.nextTry = next
+	}
 	switch prev.Phase {
 	case OK:
 		m.state = State{Phase: Failed, Kind: k, Since: m.o.Now(), Err: msg, Episode: prev.Episode + 1}
-		m.backoff, m.nextTry, m.recovers = 0, time.Time{}, 0
+		m.backoff, m.recovers = 0, 0
 		m.o.Logger.Error("storage failed", "kind", k, "err", msg)
 	default:
 		m.state.Phase = Failed

@@ -109,6 +109,11 @@ func TestMonitorEpisode(t *testing.T) {
 	}
 	// The probe passes (the directory is fine) but the store still fails.
 	recoverErr = fmt.Errorf("store write: %w", syscall.ENOSPC)
+	m.Step(ctx) // within Interval of the last failure: no Recover yet
+	if recovers != 0 {
+		t.Fatalf("Recover within Interval of a failure: %d", recovers)
+	}
+	now = now.Add(time.Second)
 	m.Step(ctx)
 	if st := m.State(); st.Phase != health.Failed || st.Kind != health.Full || st.Episode != 1 || recovers != 1 {
 		t.Fatalf("after a failed Recover: %+v, %d recovers", st, recovers)

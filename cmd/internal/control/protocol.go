@@ -81,6 +81,9 @@ type Status struct {
 	// Problems are degraded parts that do not stop the voice path (a
 	// metrics listener that could not bind, ...).
 	Problems []string `json:"problems,omitempty"`
+	// Storage: the state directory's health: "ok", "failed (KIND since
+	// TIME)" or "recovering (...)"; what failed and the fix are in Problems.
+	Storage string `json:"storage,omitempty"`
 }
 
 // LastUtterance is the most recent transcription.

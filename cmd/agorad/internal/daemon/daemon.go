@@ -120,6 +120,10 @@ func newDaemon(o Options) (*Daemon, error) {
 		d.close()
 		return nil, &ConfigError{fmt.Errorf("mqtt: %w", err)}
 	}
+	if d.status.storage, err = newStorageHealth(d.core, d.up.PublishStatus); err != nil {
+		d.close()
+		return nil, fmt.Errorf("storage health: %w", err)
+	}
 
 	d.router, err = NewRouter(RouterOptions{
 		Store: d.store, Rules: d.rules, Sounds: d.sounds,
@@ -201,6 +205,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	svc.Go(func() error { d.status.watchOnline(svcCtx); return nil })
 	svc.Go(func() error { d.status.refreshGauges(svcCtx); return nil })
 	svc.Go(func() error { d.status.watchBuffer(svcCtx); return nil })
+	svc.Go(func() error { return d.status.storage.run(svcCtx) })
 	svc.Go(func() error { d.cmds.reloadLoop(svcCtx); return nil })
 	svc.Go(func() error { return d.replies.Run(svcCtx) })
 	svc.Go(func() error {

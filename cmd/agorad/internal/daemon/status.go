@@ -21,6 +21,7 @@ type status struct {
 	version string
 	started time.Time
 	speech  *speech
+	storage *storageHealth // health.go
 
 	refused  atomic.Uint64 // writes refused for a full disk (caps: Stats.Refused)
 	reported atomic.Int64  // the listen buffer size the last rendered status said (-1: none yet)
@@ -33,6 +34,7 @@ type status struct {
 // noteRefusal counts what the store refused. Cap refusals are counted by
 // the store itself (Stats.Refused); a full disk is counted here.
 func (rep *status) noteRefusal(err error) {
+	rep.storage.report(err)
 	switch {
 	case errors.Is(err, buffer.ErrDiskFull):
 		rep.refused.Add(1)
@@ -97,6 +99,9 @@ func (rep *status) updateGauges() {
 // problems lists degraded parts that do not stop the voice path.
 func (rep *status) problems() []string {
 	var p []string
+	if s := rep.storage.problem(); s != "" {
+		p = append(p, s)
+	}
 	if m := rep.met.Problem(); m != "" {
 		p = append(p, "metrics endpoint: "+m)
 	}
@@ -111,6 +116,9 @@ func (rep *status) health() metrics.Health {
 	if _, err := rep.store.ListenCount(); err != nil {
 		h.OK, h.Reason = false, "store: "+err.Error()
 	}
+	if s := rep.storage.problem(); h.OK && s != "" {
+		h.OK, h.Reason = false, s
+	}
 	if h.OK {
 		if why := rep.offlineTooLong(time.Now()); why != "" {
 			h.OK, h.Reason = false, why
@@ -124,7 +132,7 @@ func (rep *status) protocol() protocol.Status {
 	n, _ := rep.store.ListenCount()
 	rep.reported.Store(int64(n))
 	return protocol.Status{Mode: string(rep.router.Mode()), Buffered: n, Version: rep.version, Model: rep.speech.model,
-		StoreID: rep.store.StoreID(), UpdatedAt: time.Now()}
+		StoreID: rep.store.StoreID(), UpdatedAt: time.Now(), Storage: rep.storage.protocol()}
 }
 
 // control is the status agoractl shows.
@@ -137,6 +145,7 @@ func (rep *status) control() (control.Status, error) {
 	us := rep.up.Stats()
 	st.Unconfirmed, st.StuckSeconds = us.Unconfirmed, us.StuckFor.Seconds()
 	st.Problems = rep.problems()
+	st.Storage = rep.storage.summary()
 	var err error
 	if st.Buffered, err = rep.store.ListenCount(); err != nil {
 		return st, fmt.Errorf("count listen buffer: %w", err)

@@ -1,0 +1,43 @@
+package metrics
+
+import "github.com/prometheus/client_golang/prometheus"
+
+// StorageKinds are the kinds of storage failure (buffer/health's Kind
+// values), each a label value of agorad_storage_failed.
+var StorageKinds = []string{"read_only", "io", "full", "gone", "replaced", "write"}
+
+// Storage are the metrics of the state directory's health (issue 23),
+// registered in the same private registry by NewStorage.
+type Storage struct {
+	failed   *prometheus.GaugeVec
+	episodes prometheus.Counter
+}
+
+// NewStorage registers the storage metrics. Call it once per Metrics.
+func (m *Metrics) NewStorage() *Storage {
+	s := &Storage{
+		failed: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: "storage_failed",
+			Help: "1 while the state directory is failed (or recovering), by kind of failure; 0 otherwise."}, []string{"kind"}),
+		episodes: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "storage_failures_total",
+			Help: "Storage failure episodes (a failure seen while the storage was ok)."}),
+	}
+	m.reg.MustRegister(s.failed, s.episodes)
+	for _, k := range StorageKinds {
+		s.failed.WithLabelValues(k)
+	}
+	return s
+}
+
+// Set records the current state: kind "" when ok.
+func (s *Storage) Set(kind string) {
+	for _, k := range StorageKinds {
+		v := 0.0
+		if k == kind {
+			v = 1
+		}
+		s.failed.WithLabelValues(k).Set(v)
+	}
+}
+
+// Episode counts a new failure episode.
+func (s *Storage) Episode() { s.episodes.Inc() }
