@@ -160,7 +160,9 @@ func (d *Daemon) close() {
 	if d.sounds != nil {
 		d.sounds.Close()
 	}
-	if d.store != nil {
+	if why := d.status.storageLeaveUnclosed(); why != "" {
+		d.log.Error("store left unclosed: its directory is no longer where it was; what it acknowledged is in its write-ahead log, replayed at the next start there", "why", why)
+	} else if d.store != nil {
 		if err := d.store.Close(); err != nil {
 			d.log.Error("close store", "err", err)
 		}

@@ -70,10 +70,9 @@ func (h *storageHealth) report(err error) {
 // ErrStorageReplaced when a replaced state directory is usable.
 func (h *storageHealth) run(ctx context.Context) error {
 	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
 	done := make(chan struct{})
 	go func() { defer close(done); _ = h.mon.Run(ctx) }()
-	defer func() { <-done }()
+	defer func() { cancel(); <-done }()
 	t := time.NewTicker(2 * time.Second)
 	defer t.Stop()
 	for {
@@ -117,7 +116,7 @@ func (h *storageHealth) tell() {
 		h.met.Episode()
 		h.met.Set(string(st.Kind))
 		h.sounds.Play("error")
-		h.log.Error("storage failed", "what", what, "fix", fix)
+		h.log.Error("storage failed: error earcon played", "what", what, "fix", fix)
 	default:
 		h.met.Set(string(st.Kind))
 		h.log.Error("storage still failed", "what", what, "fix", fix)
@@ -161,4 +160,33 @@ func (h *storageHealth) protocol() *protocol.StorageHealth {
 	}
 	return &protocol.StorageHealth{State: string(st.Phase), Kind: string(st.Kind), Since: protocol.FormatTime(st.Since),
 		Episode: st.Episode, Error: st.Err}
+}
+
+// leaveUnclosed says why the store must not be closed ("" when it may):
+// the state directory is gone or another directory is at its path. Badger's
+// close flushes its memtable into new files it opens by path, so they would
+// land in the new directory (or nowhere) while its MANIFEST, an open file,
+// names them in the old one: measured, the old store was then refused at
+// the next start ("000001.sst: named in MANIFEST but missing"). Left
+// unclosed, everything acknowledged is in the old directory's write-ahead
+// log, replayed when that directory is opened again.
+func (h *storageHealth) leaveUnclosed() string {
+	if h == nil {
+		return ""
+	}
+	st := h.mon.State()
+	if st.Phase == health.OK || (st.Kind != health.Gone && st.Kind != health.Replaced) {
+		return ""
+	}
+	what, _ := st.Describe(h.stateDir)
+	return what
+}
+
+// storageLeaveUnclosed is leaveUnclosed for a daemon whose start may have
+// failed before its status existed.
+func (rep *status) storageLeaveUnclosed() string {
+	if rep == nil {
+		return ""
+	}
+	return rep.storage.leaveUnclosed()
 }
