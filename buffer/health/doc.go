@@ -8,9 +8,13 @@
 // A Monitor takes the device and inode of the store directory when it is
 // made and then probes every Interval: a stat of the directory (same device
 // and inode as at the start) and of the identity file, a statfs (at least
-// MinFree bytes free) and a small write and fsync of a probe file beside the identity file (never inside the
-// store directory, whose files belong to Badger). The errors the store's
-// own writes return are handed to Report and classified the same way.
+// MinFree bytes free) and an open for writing of a probe file beside the
+// identity file (never inside the store directory, whose files belong to
+// Badger): a file system remounted read-only refuses that open, with no
+// block written. Every WriteEvery, and at every probe while failed, the
+// probe also writes and fsyncs the file (I/O errors show on a write). The
+// errors the store's own writes return are handed to Report and
+// classified the same way, at once.
 //
 // Invariants:
 //   - The state is OK, Failed{Kind, Since, Err} or Recovering. A failure

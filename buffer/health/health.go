@@ -52,8 +52,13 @@ type Options struct {
 	Identity string // the identity file beside it; "" = not watched
 	// ProbeDir is where the probe file is written; default: the parent of
 	// Dir (the directory that holds the identity file).
-	ProbeDir     string
-	Interval     time.Duration // probe period; default 2s
+	ProbeDir string
+	Interval time.Duration // probe period; default 2s
+	// WriteEvery is the period of the probe's write and fsync; default
+	// 30s. In between, the probe only opens the probe file for writing
+	// (what a read-only file system refuses, with no block written): an SD
+	// card is not worn by a write every Interval.
+	WriteEvery   time.Duration
 	ProbeTimeout time.Duration // a probe taking longer is an io failure; default 5s
 	// Recover, if set, is run when the probe passes after a failure; OK
 	// is reached only when it returns nil (the daemon writes to the store).
@@ -83,6 +88,7 @@ type Monitor struct {
 	state State
 
 	probing  chan error // the result of the probe in flight, nil when none
+	written  time.Time  // when the last probe that wrote began
 	backoff  time.Duration
 	nextTry  time.Time
 	recovers int // Recover attempts that failed in this episode
@@ -112,6 +118,9 @@ func New(o Options) (*Monitor, error) {
 	}
 	if o.Interval <= 0 {
 		o.Interval = 2 * time.Second
+	}
+	if o.WriteEvery <= 0 {
+		o.WriteEvery = 30 * time.Second
 	}
 	if o.ProbeTimeout <= 0 {
 		o.ProbeTimeout = 5 * time.Second
@@ -214,7 +223,13 @@ func (m *Monitor) Step(ctx context.Context) {
 	if m.probing == nil {
 		done := make(chan error, 1)
 		m.probing = done
-		go func() { done <- Probe(m.o.Dir, m.o.Identity, m.o.ProbeDir, m.id) }()
+		// Write while failed (recovery is proven by a write) and every
+		// WriteEvery.
+		write := m.State().Phase != OK || m.o.Now().Sub(m.written) >= m.o.WriteEvery
+		if write {
+			m.written = m.o.Now()
+		}
+		go func() { done <- probe(m.o.Dir, m.o.Identity, m.o.ProbeDir, m.id, write) }()
 	}
 	var err error
 	select {
@@ -269,6 +284,12 @@ func (m *Monitor) Step(ctx context.Context) {
 // exists, the file system has MinFree bytes free and a small write and
 // fsync in probeDir succeed.
 func Probe(dir, identity, probeDir string, want FileID) error {
+	return probe(dir, identity, probeDir, want, true)
+}
+
+// probe is Probe; without write, the probe file is only opened for
+// writing.
+func probe(dir, identity, probeDir string, want FileID, write bool) error {
 	id, err := StatID(dir)
 	if err != nil {
 		return fmt.Errorf("stat state directory: %w", err)
@@ -295,9 +316,12 @@ func Probe(dir, identity, probeDir string, want FileID) error {
 	if err != nil {
 		return fmt.Errorf("open probe file: %w", err)
 	}
-	_, werr := f.Write([]byte("agorad storage probe\n"))
-	if werr == nil {
-		werr = f.Sync()
+	var werr error
+	if write {
+		_, werr = f.Write([]byte("agorad storage probe\n"))
+		if werr == nil {
+			werr = f.Sync()
+		}
 	}
 	cerr := f.Close()
 	if werr != nil {

@@ -212,6 +212,7 @@ func TestProbeExt4(t *testing.T) {
 			if err := undo(); err != nil {
 				t.Fatalf("undo the fault: %v", err)
 			}
+			time.Sleep(5 * time.Millisecond) // OK again needs Interval without failure
 			m.Step(ctx)
 			if st := m.State(); st.Phase != health.OK || st.Episode != 1 {
 				t.Fatalf("after the fault was undone: %+v", st)
@@ -244,5 +245,50 @@ func TestProbeTimeout(t *testing.T) {
 	if f, err := os.OpenFile(filepath.Join(filepath.Dir(store), health.ProbeName), os.O_RDONLY|syscall.O_NONBLOCK, 0); err == nil {
 		time.Sleep(10 * time.Millisecond)
 		f.Close()
+	}
+}
+
+// Between writes the probe only opens the probe file for writing: the
+// file is written once per WriteEvery, and a read-only file system is
+// still seen at the next probe.
+func TestProbeWritesEveryWriteEvery(t *testing.T) {
+	fs := healthtest.NewExt4(t, "32M")
+	store, ident := newDirs(t, fs.Mnt)
+	now := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
+	m, err := health.New(health.Options{Dir: store, Identity: ident, Interval: time.Millisecond, WriteEvery: time.Minute,
+		Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	probe := filepath.Join(fs.Mnt, "state", health.ProbeName)
+	ctx := context.Background()
+	mtimes := func() time.Time {
+		fi, err := os.Stat(probe)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return fi.ModTime()
+	}
+	m.Step(ctx)
+	first := mtimes()
+	for range 3 {
+		time.Sleep(20 * time.Millisecond)
+		now = now.Add(10 * time.Second)
+		m.Step(ctx)
+	}
+	if got := mtimes(); !got.Equal(first) {
+		t.Errorf("the probe file was written within WriteEvery (mtime %v, first %v)", got, first)
+	}
+	now = now.Add(time.Minute)
+	time.Sleep(20 * time.Millisecond)
+	m.Step(ctx)
+	if got := mtimes(); got.Equal(first) {
+		t.Errorf("the probe file was not written after WriteEvery")
+	}
+	now = now.Add(time.Second) // within WriteEvery: an open-only probe
+	fs.TriggerError()
+	m.Step(ctx)
+	if st := m.State(); st.Phase != health.Failed || st.Kind != health.ReadOnly {
+		t.Fatalf("read-only seen by an open-only probe: %+v", st)
 	}
 }
