@@ -338,3 +338,66 @@ func countIn(got, want []string) int {
 	}
 	return n
 }
+
+// The first report, in listen mode: notes stored, then ext4's error
+// path remounts the state directory read-only. Detected and told within
+// seconds; the notes said during it and the wake question are refused with
+// a non-zero exit (and the error earcon), never accepted silently; after the
+// operator's repair (stop, e2fsck, mount, start) the notes of before are
+// still in the listen buffer and the wake sends them, in order.
+func TestRunStorageReadOnlyListenMode(t *testing.T) {
+	if testing.Short() {
+		t.Skip("end-to-end: loop-mounted ext4, agorad and agoractl builds, mosquitto")
+	}
+	fs := healthtest.NewExt4(t, "256M")
+	broker := brokertest.Start(t)
+	sub := broker.Subscribe(t, "agora/v1/inspector-7/+")
+	cfg := baseConfig(t, broker.URL())
+	cfg.Mode = "listen"
+	cfg.StateDir = filepath.Join(fs.Mnt, "state")
+	cfgPath := writeConfig(t, cfg)
+	p := startProc(t, cfgPath, cfg.Control.Socket)
+	for _, s := range []string{"Scheur in de balk bij as drie.", "Roest aan de noordgevel."} {
+		if out, code := agoractl(t, p.socket, "say", s); code != 0 {
+			t.Fatalf("say %q: exit %d: %s", s, code, out)
+		}
+	}
+	fs.TriggerError()
+	detected := waitUntil(t, "the failure in agoractl status", 10*time.Second, func() bool {
+		return strings.HasPrefix(status(t, p.socket).Storage, "failed (read_only")
+	})
+	for _, s := range []string{"Vochtplek in het plafond.", "AGORA, wat heb ik gezegd?"} {
+		out, code := agoractl(t, p.socket, "say", s)
+		if code == 0 || !strings.Contains(out, "read-only file system") {
+			t.Errorf("say %q on a read-only store: exit %d: %s; want a refusal naming it", s, code, out)
+		}
+	}
+	if st := status(t, p.socket); st.Mode != "listen" || st.Buffered != 2 {
+		t.Errorf("during: mode %s buffered %d; want listen, 2", st.Mode, st.Buffered)
+	}
+	if got := dataMessages(sub.Messages()); len(got) != 0 {
+		t.Errorf("published during the failure: %v", got)
+	}
+	exitTime, code := p.term(20 * time.Second)
+	if err := fs.Repair(); err != nil {
+		t.Fatalf("repair: %v", err)
+	}
+	p = startProc(t, cfgPath, cfg.Control.Socket)
+	if st := status(t, p.socket); st.Mode != "listen" || st.Buffered != 2 || st.Storage != "ok" {
+		t.Fatalf("after the repair: mode %s buffered %d storage %q; want listen, 2, ok", st.Mode, st.Buffered, st.Storage)
+	}
+	if out, code := agoractl(t, p.socket, "say", "AGORA, wat heb ik gezegd?"); code != 0 {
+		t.Fatalf("wake after the repair: exit %d: %s", code, out)
+	}
+	want := []string{"batch[Scheur in de balk bij as drie.|Roest aan de noordgevel.]", "wat heb ik gezegd?"}
+	sub.WaitFor(15*time.Second, func(m []brokertest.Message) bool { return len(dataMessages(m)) >= len(want) })
+	var got []string
+	for _, m := range dataMessages(sub.Messages()) {
+		got = append(got, describe(m))
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("after the repair the backend got %q, want %q", got, want)
+	}
+	t.Logf("ROW | ext4 error, listen mode | %s | before lost: 0 of 2 (in the listen buffer, sent on the wake after the repair) | during: 2 refused (exit 1 + earcon) | SIGTERM: %s (exit %d; -1 = SIGKILL) | recovered: by stop + e2fsck + mount + start |",
+		detected.Round(100*time.Millisecond), exitTime.Round(10*time.Millisecond), code)
+}
