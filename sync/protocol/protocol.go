@@ -84,6 +84,10 @@ type Envelope struct {
 	StoreID   string `json:"store_id,omitempty"`
 	CreatedAt string `json:"created_at"`
 	Offline   bool   `json:"offline"`
+
+	// Unstored: the device's storage had failed, so this message was sent
+	// without being stored (seq 0, no store_id; sent once, never re-sent).
+	Unstored bool `json:"unstored,omitempty"`
 }
 
 // Item is one utterance, alone on the utterances topic or inside a batch.

@@ -6,7 +6,10 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"sync"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/agora/agorad/buffer"
 	"github.com/agora/agorad/buffer/health"
@@ -24,6 +27,12 @@ var ErrStorageReplaced = errors.New("state directory replaced while running: res
 // earconPlayer plays an earcon by name (*sounder).
 type earconPlayer interface{ Play(name string) }
 
+// unstoredSender publishes a message that is not stored (*uplink.Client).
+type unstoredSender interface {
+	Online() bool
+	PublishUnstored(ctx context.Context, topic string, payload []byte) error
+}
+
 // storageHealth watches the state directory (buffer/health) and tells of
 // its failures: the error earcon once per episode, the log, the metric
 // agorad_storage_failed, agoractl status and /healthz (a problem naming the
@@ -36,6 +45,10 @@ type storageHealth struct {
 	publish  func() // asks for a fresh retained status
 	log      *slog.Logger
 	told     uint64 // the last episode announced
+
+	deviceID string
+	up       unstoredSender
+	sendMu   sync.Mutex // one unstored publish at a time: they reach the broker in order
 }
 
 func newStorageHealth(c *core, publish func()) (*storageHealth, error) {
@@ -49,8 +62,12 @@ func newStorageHealth(c *core, publish func()) (*storageHealth, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &storageHealth{mon: mon, stateDir: c.cfg.StateDir, sounds: c.sounds, met: c.met.NewStorage(),
-		publish: publish, log: c.log.With("component", "storage-health")}, nil
+	h := &storageHealth{mon: mon, stateDir: c.cfg.StateDir, sounds: c.sounds, met: c.met.NewStorage(),
+		publish: publish, log: c.log.With("component", "storage-health"), deviceID: c.cfg.DeviceID}
+	if c.up != nil {
+		h.up = c.up
+	}
+	return h, nil
 }
 
 // report hands an error of a store write to the monitor: a storage
@@ -189,4 +206,54 @@ func (rep *status) storageLeaveUnclosed() string {
 		return ""
 	}
 	return rep.storage.leaveUnclosed()
+}
+
+// isFailure: err is a storage failure (not a cap, not a closed store).
+func isFailure(err error) bool {
+	if errors.Is(err, buffer.ErrDiskFull) {
+		return true
+	}
+	_, ok := health.Classify(err)
+	return ok
+}
+
+// canSend: an utterance the store refused with err can still be sent
+// unstored now (a storage failure, the link up).
+func (h *storageHealth) canSend(err error) bool {
+	return h != nil && h.up != nil && isFailure(err) && h.up.Online()
+}
+
+// sendUnstored publishes a feedback-mode utterance the store refused
+// (RouterOptions.Unstored): only for a storage failure and while the link
+// is up, QoS 1, waiting for the PUBACK, one at a time (so in order),
+// marked unstored. false: the caller refuses it (audibly).
+func (h *storageHealth) sendUnstored(rec buffer.Record, storeErr error) (string, bool) {
+	if !h.canSend(storeErr) {
+		return "", false
+	}
+	h.report(storeErr)
+	id := rec.ID // the router's: the same as a failed commit's entry, if that survives
+	if id == "" {
+		u, err := uuid.NewV7()
+		if err != nil {
+			return "", false
+		}
+		id = u.String()
+	}
+	topic, payload, err := protocol.RenderUnstored(h.deviceID, id, rec, time.Now())
+	if err != nil {
+		h.log.Error("render unstored utterance", "err", err)
+		return "", false
+	}
+	h.sendMu.Lock()
+	defer h.sendMu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := h.up.PublishUnstored(ctx, topic, payload); err != nil {
+		h.log.Error("utterance refused: the store failed and sending it unstored failed", "store_err", storeErr, "err", err)
+		return "", false
+	}
+	h.met.Unstored()
+	h.log.Warn("utterance sent to the backend without being stored: the store failed", "id", id, "store_err", storeErr)
+	return id, true
 }

@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/agora/agorad/buffer"
 	"github.com/agora/agorad/wake"
 )
@@ -25,6 +27,8 @@ type Router struct {
 	onMode  func(buffer.Mode)
 	lastMsg Heard
 	lastAt  time.Time
+
+	unstored func(buffer.Record, error) (string, bool) // RouterOptions.Unstored
 }
 
 // RouterOptions configures a Router.
@@ -35,6 +39,10 @@ type RouterOptions struct {
 	Online      func() bool       // nil: always offline
 	DefaultMode buffer.Mode       // used when no mode was persisted yet
 	OnMode      func(buffer.Mode) // called (under the router's lock) after every mode change
+	// Unstored, if set, is offered a feedback-mode utterance the store
+	// refused, with the store's error: it returns the id it was sent under
+	// (without being stored) and true, or false to refuse it (health.go).
+	Unstored func(rec buffer.Record, storeErr error) (id string, ok bool)
 }
 
 // NewRouter loads the persisted mode (or the default) and finishes a wake
@@ -44,7 +52,8 @@ func NewRouter(o RouterOptions) (*Router, error) {
 	if !o.DefaultMode.Valid() {
 		return nil, fmt.Errorf("router: default mode %q is not listen or feedback", o.DefaultMode)
 	}
-	r := &Router{store: o.Store, rules: o.Rules, sounds: o.Sounds, online: o.Online, deflt: o.DefaultMode, onMode: o.OnMode}
+	r := &Router{store: o.Store, rules: o.Rules, sounds: o.Sounds, online: o.Online, deflt: o.DefaultMode, onMode: o.OnMode,
+		unstored: o.Unstored}
 	if r.online == nil {
 		r.online = func() bool { return false }
 	}
@@ -206,7 +215,24 @@ func (r *Router) deliver(h Heard, text string, out *Outcome, keepJournal bool) (
 		out.ID = stored.ID
 		return released, nil
 	}
+	if r.unstored != nil && rec.ID == "" {
+		// The id is chosen here so that a copy sent unstored and the entry
+		// of a failed commit that reached the log after all (seen on a
+		// file system gone read-only) are one message to the backend.
+		id, err := uuid.NewV7()
+		if err != nil {
+			return false, fmt.Errorf("queue utterance for the backend: new id: %w", err)
+		}
+		rec.ID = id.String()
+	}
 	e, err := r.store.EnqueueUtterance(rec)
+	if err != nil && r.unstored != nil {
+		if id, ok := r.unstored(rec, err); ok {
+			out.Sent++
+			out.ID = id
+			return false, nil // its journaled audio (if any) stays: the store cannot release it
+		}
+	}
 	if err != nil {
 		r.play("error")
 		return false, fmt.Errorf("queue utterance for the backend: %w", err)

@@ -11,6 +11,7 @@ var StorageKinds = []string{"read_only", "io", "full", "gone", "replaced", "writ
 type Storage struct {
 	failed   *prometheus.GaugeVec
 	episodes prometheus.Counter
+	unstored prometheus.Counter
 }
 
 // NewStorage registers the storage metrics. Call it once per Metrics.
@@ -20,8 +21,10 @@ func (m *Metrics) NewStorage() *Storage {
 			Help: "1 while the state directory is failed (or recovering), by kind of failure; 0 otherwise."}, []string{"kind"}),
 		episodes: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "storage_failures_total",
 			Help: "Storage failure episodes (a failure seen while the storage was ok)."}),
+		unstored: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "unstored_sent_total",
+			Help: "Utterances the failed store refused and that were published without being stored (PUBACKed)."}),
 	}
-	m.reg.MustRegister(s.failed, s.episodes)
+	m.reg.MustRegister(s.failed, s.episodes, s.unstored)
 	for _, k := range StorageKinds {
 		s.failed.WithLabelValues(k)
 	}
@@ -41,3 +44,6 @@ func (s *Storage) Set(kind string) {
 
 // Episode counts a new failure episode.
 func (s *Storage) Episode() { s.episodes.Inc() }
+
+// Unstored counts an utterance published without being stored.
+func (s *Storage) Unstored() { s.unstored.Inc() }
