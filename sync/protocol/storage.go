@@ -10,4 +10,5 @@ type StorageHealth struct {
 	Since   string `json:"since"`   // when the episode began (RFC 3339, ms, UTC)
 	Episode uint64 `json:"episode"` // failure episodes since the daemon started
 	Error   string `json:"error"`   // the error seen, e.g. "... read-only file system"
+	Held    int    `json:"held"`    // utterances held in the device's memory until its store writes again
 }

@@ -13,7 +13,6 @@ import (
 	"github.com/agora/agorad/audio"
 	"github.com/agora/agorad/audio/segment"
 	"github.com/agora/agorad/audio/vad"
-	"github.com/agora/agorad/buffer"
 	"github.com/agora/agorad/transcribe/model"
 )
 
@@ -197,9 +196,10 @@ func (sp *speech) enqueueUtterance(ctx context.Context, samples []float32, start
 		return
 	}
 	id, err := sp.store.JournalAudio(samples, start)
-	if err != nil && sp.router.Mode() == buffer.ModeFeedback && sp.refusals.storage.canSend(err) {
-		// The store failed but the link is up: transcribe from memory and
-		// send the text unstored (health.go) rather than lose what was said.
+	if err != nil && sp.refusals.storage.canKeep(err, sp.router.Mode()) {
+		// The store failed but its text can be kept otherwise (sent
+		// unstored, held in memory: health.go): transcribe from memory
+		// rather than lose what was said.
 		sp.refusals.noteRefusal(err)
 		sp.log.Warn("utterance audio not journaled (the store failed): transcribing it from memory", "err", err)
 		id, err = "", nil

@@ -127,7 +127,7 @@ func newDaemon(o Options) (*Daemon, error) {
 
 	d.router, err = NewRouter(RouterOptions{
 		Store: d.store, Rules: d.rules, Sounds: d.sounds,
-		Online: d.up.Online, DefaultMode: cfg.Mode, Unstored: d.status.storage.sendUnstored,
+		Online: d.up.Online, DefaultMode: cfg.Mode, Keep: d.status.storage.keep,
 		OnMode: func(m buffer.Mode) {
 			d.log.Info("mode changed", "mode", m)
 			d.up.PublishStatus()

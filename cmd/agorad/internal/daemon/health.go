@@ -9,11 +9,10 @@ import (
 	"sync"
 	"time"
 
-	"github.com/google/uuid"
-
 	"github.com/agora/agorad/buffer"
 	"github.com/agora/agorad/buffer/health"
 	"github.com/agora/agorad/cmd/agorad/internal/metrics"
+	"github.com/agora/agorad/cmd/agorad/internal/spool"
 	"github.com/agora/agorad/sync/protocol"
 )
 
@@ -48,24 +47,38 @@ type storageHealth struct {
 
 	deviceID string
 	up       unstoredSender
-	sendMu   sync.Mutex // one unstored publish at a time: they reach the broker in order
+	sendMu   sync.Mutex   // one unstored publish at a time: they reach the broker in order
+	spool    *spool.Spool // nil: storage.spool_bytes 0
+	store    *buffer.Store
 }
 
 func newStorageHealth(c *core, publish func()) (*storageHealth, error) {
+	h := &storageHealth{}
 	dir := c.store.Dir()
 	mon, err := health.New(health.Options{
 		Dir: dir, Identity: buffer.IdentityPath(dir), Logger: c.log,
 		// OK again only once the store itself writes (after a disk-full
-		// failure it reopens Badger on that write).
-		Recover: func(context.Context) error { return c.store.CheckWritable() },
+		// failure it reopens Badger on that write) and has taken what was
+		// held in memory meanwhile, in order.
+		Recover: func(context.Context) error {
+			if err := c.store.CheckWritable(); err != nil {
+				return err
+			}
+			return h.drain()
+		},
 	})
 	if err != nil {
 		return nil, err
 	}
-	h := &storageHealth{mon: mon, stateDir: c.cfg.StateDir, sounds: c.sounds, met: c.met.NewStorage(),
-		publish: publish, log: c.log.With("component", "storage-health"), deviceID: c.cfg.DeviceID}
+	*h = storageHealth{mon: mon, stateDir: c.cfg.StateDir, sounds: c.sounds, met: c.met.NewStorage(),
+		publish: publish, log: c.log.With("component", "storage-health"), deviceID: c.cfg.DeviceID, store: c.store}
 	if c.up != nil {
 		h.up = c.up
+	}
+	if n := c.cfg.Storage.SpoolBytes; n > 0 {
+		if h.spool, err = spool.New(n); err != nil {
+			return nil, &ConfigError{fmt.Errorf("storage.spool_bytes: %w", err)}
+		}
 	}
 	return h, nil
 }
@@ -95,6 +108,9 @@ func (h *storageHealth) run(ctx context.Context) error {
 	for {
 		select {
 		case <-ctx.Done():
+			if n := h.held(); n > 0 {
+				h.log.Error("stopping with utterances held in memory that the failed store never took: they are lost", "held", n)
+			}
 			return nil
 		case <-h.mon.Changes():
 			h.tell()
@@ -151,6 +167,9 @@ func (h *storageHealth) problem() string {
 		return ""
 	}
 	what, fix := st.Describe(h.stateDir)
+	if n := h.held(); n > 0 {
+		what += fmt.Sprintf("; %d utterance(s) held in memory until the store writes again (lost if agorad stops first)", n)
+	}
 	return fmt.Sprintf("storage: %s -- fix: %s", what, fix)
 }
 
@@ -176,7 +195,7 @@ func (h *storageHealth) protocol() *protocol.StorageHealth {
 		return nil
 	}
 	return &protocol.StorageHealth{State: string(st.Phase), Kind: string(st.Kind), Since: protocol.FormatTime(st.Since),
-		Episode: st.Episode, Error: st.Err}
+		Episode: st.Episode, Error: st.Err, Held: h.held()}
 }
 
 // leaveUnclosed says why the store must not be closed ("" when it may):
@@ -217,43 +236,115 @@ func isFailure(err error) bool {
 	return ok
 }
 
-// canSend: an utterance the store refused with err can still be sent
-// unstored now (a storage failure, the link up).
-func (h *storageHealth) canSend(err error) bool {
-	return h != nil && h.up != nil && isFailure(err) && h.up.Online()
+// spoolable: the failure in err may end with the store writing again in
+// this process (space freed, a transient I/O error), so what is held in
+// memory can reach it. A file system in ext4's emergency read-only state
+// (measured: a remount rw leaves it read-only), a directory gone or
+// replaced never come back in place: holding there would accept what the
+// repair's stop then loses, so it is refused instead.
+func spoolable(err error) bool {
+	if errors.Is(err, buffer.ErrDiskFull) {
+		return true
+	}
+	switch k, ok := health.Classify(err); {
+	case !ok:
+		return false
+	case k == health.ReadOnly, k == health.Gone, k == health.Replaced:
+		return false
+	}
+	return true
 }
 
-// sendUnstored publishes a feedback-mode utterance the store refused
-// (RouterOptions.Unstored): only for a storage failure and while the link
-// is up, QoS 1, waiting for the PUBACK, one at a time (so in order),
-// marked unstored. false: the caller refuses it (audibly).
-func (h *storageHealth) sendUnstored(rec buffer.Record, storeErr error) (string, bool) {
-	if !h.canSend(storeErr) {
+// canKeep: an utterance said in mode that the store refused with err can
+// still be kept otherwise now: a storage failure, and the link up (in
+// feedback mode) or room in the memory spool.
+func (h *storageHealth) canKeep(err error, mode buffer.Mode) bool {
+	if h == nil || !isFailure(err) {
+		return false
+	}
+	return (mode == buffer.ModeFeedback && h.up != nil && h.up.Online()) || (h.spool != nil && spoolable(err) && h.spool.Room())
+}
+
+// keep is RouterOptions.Keep: what the failed store refused is sent
+// unstored (feedback mode, link up) or, when the failure may end in place
+// (spoolable), held in the memory spool until the store writes again.
+// false: nothing could keep it; the router refuses it audibly.
+func (h *storageHealth) keep(rec buffer.Record, mode buffer.Mode, storeErr error) (string, bool) {
+	if h == nil || !isFailure(storeErr) || rec.ID == "" {
 		return "", false
 	}
 	h.report(storeErr)
-	id := rec.ID // the router's: the same as a failed commit's entry, if that survives
-	if id == "" {
-		u, err := uuid.NewV7()
-		if err != nil {
-			return "", false
-		}
-		id = u.String()
+	if mode == buffer.ModeFeedback && h.sendUnstored(rec, storeErr) {
+		return rec.ID, true
 	}
-	topic, payload, err := protocol.RenderUnstored(h.deviceID, id, rec, time.Now())
+	if h.spool == nil || !spoolable(storeErr) {
+		h.log.Error("utterance refused: the store failed and nothing can keep it", "id", rec.ID, "mode", mode, "store_err", storeErr)
+		return "", false
+	}
+	if err := h.spool.Add(spool.Item{Rec: rec, Mode: mode}); err != nil {
+		h.log.Error("utterance refused: the store failed and nothing can keep it", "id", rec.ID, "mode", mode, "store_err", storeErr, "err", err)
+		return "", false
+	}
+	h.met.Spooled(h.spool.Len())
+	h.log.Warn("utterance held in memory until the store writes again", "id", rec.ID, "mode", mode, "held", h.spool.Len(), "store_err", storeErr)
+	h.publish()
+	return rec.ID, true
+}
+
+// sendUnstored publishes a feedback-mode utterance the store refused while
+// the link is up: QoS 1, waiting for the PUBACK, one at a time (so in
+// order), marked unstored, under the record's id.
+func (h *storageHealth) sendUnstored(rec buffer.Record, storeErr error) bool {
+	if h.up == nil || !h.up.Online() {
+		return false
+	}
+	topic, payload, err := protocol.RenderUnstored(h.deviceID, rec.ID, rec, time.Now())
 	if err != nil {
 		h.log.Error("render unstored utterance", "err", err)
-		return "", false
+		return false
 	}
 	h.sendMu.Lock()
 	defer h.sendMu.Unlock()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := h.up.PublishUnstored(ctx, topic, payload); err != nil {
-		h.log.Error("utterance refused: the store failed and sending it unstored failed", "store_err", storeErr, "err", err)
-		return "", false
+		h.log.Warn("sending an utterance unstored failed", "id", rec.ID, "err", err)
+		return false
 	}
 	h.met.Unstored()
-	h.log.Warn("utterance sent to the backend without being stored: the store failed", "id", id, "store_err", storeErr)
-	return id, true
+	h.log.Warn("utterance sent to the backend without being stored: the store failed", "id", rec.ID, "store_err", storeErr)
+	return true
+}
+
+// drain writes what the spool holds into the store, in order (part of
+// Recover: the storage is OK again only when it is empty).
+func (h *storageHealth) drain() error {
+	if h.spool == nil || h.spool.Len() == 0 {
+		return nil
+	}
+	n, err := h.spool.Drain(func(it spool.Item) error {
+		var err error
+		if it.Mode == buffer.ModeListen {
+			_, err = h.store.AppendListen(it.Rec)
+		} else {
+			_, err = h.store.EnqueueUtterance(it.Rec)
+		}
+		return err
+	})
+	h.met.Spooled(h.spool.Len())
+	if n > 0 {
+		h.log.Info("utterances held in memory written to the store", "written", n, "still_held", h.spool.Len())
+	}
+	if err != nil {
+		return fmt.Errorf("write utterances held in memory to the store: %w", err)
+	}
+	return nil
+}
+
+// held is the number of utterances in the memory spool.
+func (h *storageHealth) held() int {
+	if h == nil || h.spool == nil {
+		return 0
+	}
+	return h.spool.Len()
 }

@@ -28,7 +28,7 @@ type Router struct {
 	lastMsg Heard
 	lastAt  time.Time
 
-	unstored func(buffer.Record, error) (string, bool) // RouterOptions.Unstored
+	keep func(buffer.Record, buffer.Mode, error) (string, bool) // RouterOptions.Keep
 }
 
 // RouterOptions configures a Router.
@@ -39,10 +39,11 @@ type RouterOptions struct {
 	Online      func() bool       // nil: always offline
 	DefaultMode buffer.Mode       // used when no mode was persisted yet
 	OnMode      func(buffer.Mode) // called (under the router's lock) after every mode change
-	// Unstored, if set, is offered a feedback-mode utterance the store
-	// refused, with the store's error: it returns the id it was sent under
-	// (without being stored) and true, or false to refuse it (health.go).
-	Unstored func(rec buffer.Record, storeErr error) (id string, ok bool)
+	// Keep, if set, is offered what the store refused, with the mode and
+	// the store's error: it returns the record's id and true when it kept
+	// it otherwise (sent unstored, held in memory: health.go), or false
+	// to refuse it.
+	Keep func(rec buffer.Record, mode buffer.Mode, storeErr error) (id string, ok bool)
 }
 
 // NewRouter loads the persisted mode (or the default) and finishes a wake
@@ -53,7 +54,7 @@ func NewRouter(o RouterOptions) (*Router, error) {
 		return nil, fmt.Errorf("router: default mode %q is not listen or feedback", o.DefaultMode)
 	}
 	r := &Router{store: o.Store, rules: o.Rules, sounds: o.Sounds, online: o.Online, deflt: o.DefaultMode, onMode: o.OnMode,
-		unstored: o.Unstored}
+		keep: o.Keep}
 	if r.online == nil {
 		r.online = func() bool { return false }
 	}
@@ -205,8 +206,26 @@ func (r *Router) deliver(h Heard, text string, out *Outcome, keepJournal bool) (
 		AudioID: h.AudioID, KeepJournal: keepJournal,
 	}
 	released := h.AudioID != "" && !keepJournal
+	if r.keep != nil && rec.ID == "" {
+		// The id is chosen here so that a copy kept otherwise (sent
+		// unstored, held in memory) and the entry of a failed commit that
+		// reached the log after all (seen on a file system gone
+		// read-only) are one message to the backend.
+		id, err := uuid.NewV7()
+		if err != nil {
+			return false, fmt.Errorf("store utterance: new id: %w", err)
+		}
+		rec.ID = id.String()
+	}
 	if r.mode == buffer.ModeListen {
 		stored, err := r.store.AppendListen(rec)
+		if err != nil && r.keep != nil {
+			if id, ok := r.keep(rec, r.mode, err); ok {
+				out.Stored++
+				out.ID = id
+				return false, nil // its journaled audio (if any) stays: the store cannot release it
+			}
+		}
 		if err != nil {
 			r.play("error")
 			return false, fmt.Errorf("store note in listen buffer: %w", err)
@@ -215,19 +234,9 @@ func (r *Router) deliver(h Heard, text string, out *Outcome, keepJournal bool) (
 		out.ID = stored.ID
 		return released, nil
 	}
-	if r.unstored != nil && rec.ID == "" {
-		// The id is chosen here so that a copy sent unstored and the entry
-		// of a failed commit that reached the log after all (seen on a
-		// file system gone read-only) are one message to the backend.
-		id, err := uuid.NewV7()
-		if err != nil {
-			return false, fmt.Errorf("queue utterance for the backend: new id: %w", err)
-		}
-		rec.ID = id.String()
-	}
 	e, err := r.store.EnqueueUtterance(rec)
-	if err != nil && r.unstored != nil {
-		if id, ok := r.unstored(rec, err); ok {
+	if err != nil && r.keep != nil {
+		if id, ok := r.keep(rec, r.mode, err); ok {
 			out.Sent++
 			out.ID = id
 			return false, nil // its journaled audio (if any) stays: the store cannot release it

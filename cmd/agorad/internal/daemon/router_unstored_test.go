@@ -25,10 +25,10 @@ func (f failingEnqueue) EnqueueUtterance(rec buffer.Record) (buffer.Entry, error
 	return buffer.Entry{}, fmt.Errorf("enqueue utterance: %w", f.err)
 }
 
-// In feedback mode an utterance the store refuses is offered to Unstored
+// In feedback mode an utterance the store refuses is offered to Keep
 // with an id chosen before the store saw it (the id a failed commit that
 // survives would carry too); sent, it counts as sent with no error earcon;
-// refused by Unstored, the router refuses it with the error earcon.
+// refused by Keep, the router refuses it with the error earcon.
 func TestRouterUnstored(t *testing.T) {
 	for _, tc := range []struct {
 		name       string
@@ -53,7 +53,10 @@ func TestRouterUnstored(t *testing.T) {
 			snd := &recordingSounder{}
 			r, err := NewRouter(RouterOptions{Store: failingEnqueue{st, syscall.EROFS}, Rules: rules, Sounds: snd,
 				Online: func() bool { return true }, DefaultMode: buffer.ModeFeedback,
-				Unstored: func(rec buffer.Record, storeErr error) (string, bool) {
+				Keep: func(rec buffer.Record, mode buffer.Mode, storeErr error) (string, bool) {
+					if mode != buffer.ModeFeedback {
+						t.Errorf("mode %s", mode)
+					}
 					if !strings.Contains(storeErr.Error(), "read-only file system") {
 						t.Errorf("store error %v", storeErr)
 					}

@@ -12,6 +12,7 @@ type Storage struct {
 	failed   *prometheus.GaugeVec
 	episodes prometheus.Counter
 	unstored prometheus.Counter
+	held     prometheus.Gauge
 }
 
 // NewStorage registers the storage metrics. Call it once per Metrics.
@@ -24,7 +25,9 @@ func (m *Metrics) NewStorage() *Storage {
 		unstored: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "unstored_sent_total",
 			Help: "Utterances the failed store refused and that were published without being stored (PUBACKed)."}),
 	}
-	m.reg.MustRegister(s.failed, s.episodes, s.unstored)
+	s.held = prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "spool_items",
+		Help: "Utterances held in memory while the store has failed, until it writes again."})
+	m.reg.MustRegister(s.failed, s.episodes, s.unstored, s.held)
 	for _, k := range StorageKinds {
 		s.failed.WithLabelValues(k)
 	}
@@ -47,3 +50,6 @@ func (s *Storage) Episode() { s.episodes.Inc() }
 
 // Unstored counts an utterance published without being stored.
 func (s *Storage) Unstored() { s.unstored.Inc() }
+
+// Spooled sets the number of utterances held in memory.
+func (s *Storage) Spooled(n int) { s.held.Set(float64(n)) }
