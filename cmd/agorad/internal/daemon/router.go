@@ -175,6 +175,11 @@ func (r *Router) Handle(ctx context.Context, h Heard) (out Outcome, err error) {
 	switch {
 	case consumed:
 		return out, nil
+	case out.Kept > 0:
+		// Kept without the store: its journaled audio stays (the failed
+		// store cannot release it); a restart transcribes it again, a
+		// duplicate, never a loss.
+		return out, nil
 	case out.Stored+out.Sent > 0 && h.AudioID != "":
 		// Only the words before the wake phrase were stored (linked to the
 		// audio): release it now as storing them would have.
@@ -222,6 +227,7 @@ func (r *Router) deliver(h Heard, text string, out *Outcome, keepJournal bool) (
 		if err != nil && r.keep != nil {
 			if id, ok := r.keep(rec, r.mode, err); ok {
 				out.Stored++
+				out.Kept++
 				out.ID = id
 				return false, nil // its journaled audio (if any) stays: the store cannot release it
 			}
@@ -238,6 +244,7 @@ func (r *Router) deliver(h Heard, text string, out *Outcome, keepJournal bool) (
 	if err != nil && r.keep != nil {
 		if id, ok := r.keep(rec, r.mode, err); ok {
 			out.Sent++
+			out.Kept++
 			out.ID = id
 			return false, nil // its journaled audio (if any) stays: the store cannot release it
 		}

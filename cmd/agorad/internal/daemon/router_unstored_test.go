@@ -25,6 +25,10 @@ func (f failingEnqueue) EnqueueUtterance(rec buffer.Record) (buffer.Entry, error
 	return buffer.Entry{}, fmt.Errorf("enqueue utterance: %w", f.err)
 }
 
+func (f failingEnqueue) ReleaseAudio(id string) error {
+	return fmt.Errorf("release audio %s: %w", id, f.err)
+}
+
 // In feedback mode an utterance the store refuses is offered to Keep
 // with an id chosen before the store saw it (the id a failed commit that
 // survives would carry too); sent, it counts as sent with no error earcon;
@@ -66,14 +70,21 @@ func TestRouterUnstored(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			out, err := r.Handle(context.Background(), Heard{Text: "The beam at grid C is deflected.", Lang: "en", StartedAt: time.Now(), Source: "typed"})
+			// Audio journaled before the failure: the failed store cannot
+			// release it, which must not fail what was kept.
+			audioID, err := st.JournalAudio(make([]float32, 1600), time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := r.Handle(context.Background(), Heard{Text: "The beam at grid C is deflected.", Lang: "en", StartedAt: time.Now(),
+				Source: "mic", AudioID: audioID})
 			if (err != nil) != tc.wantErr {
 				t.Fatalf("Handle: %v, want error %v", err, tc.wantErr)
 			}
 			if len(offered) != 1 || offered[0].ID == "" || offered[0].Text != "The beam at grid C is deflected." {
 				t.Fatalf("offered %+v", offered)
 			}
-			if tc.send && (out.Sent != 1 || out.ID != offered[0].ID) {
+			if tc.send && (out.Sent != 1 || out.Kept != 1 || out.ID != offered[0].ID) {
 				t.Errorf("outcome %+v, want sent 1 under id %s", out, offered[0].ID)
 			}
 			if got := strings.Join(snd.take(), ","); got != tc.wantSounds {
