@@ -127,7 +127,7 @@ func newDaemon(o Options) (*Daemon, error) {
 
 	d.router, err = NewRouter(RouterOptions{
 		Store: d.store, Rules: d.rules, Sounds: d.sounds,
-		Online: d.up.Online, DefaultMode: cfg.Mode, Keep: d.status.storage.keep,
+		Online: d.up.Online, DefaultMode: cfg.Mode, Keep: d.status.storage.keep, StoreFailed: isFailure,
 		OnMode: func(m buffer.Mode) {
 			d.log.Info("mode changed", "mode", m)
 			d.up.PublishStatus()
@@ -140,6 +140,7 @@ func newDaemon(o Options) (*Daemon, error) {
 		d.close()
 		return nil, err
 	}
+	d.status.storage.settle = d.router.Settle
 	if d.replies, d.tts, err = newReplies(d.core); err != nil {
 		d.close()
 		return nil, &ConfigError{err}

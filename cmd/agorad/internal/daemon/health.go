@@ -50,6 +50,7 @@ type storageHealth struct {
 	sendMu   sync.Mutex   // one unstored publish at a time: they reach the broker in order
 	spool    *spool.Spool // nil: storage.spool_bytes 0
 	store    *buffer.Store
+	settle   func() error // Router.Settle: what a wake owed while the store had failed
 }
 
 func newStorageHealth(c *core, publish func()) (*storageHealth, error) {
@@ -320,13 +321,15 @@ func (h *storageHealth) sendUnstored(rec buffer.Record, storeErr error) bool {
 // Recover: the storage is OK again only when it is empty).
 func (h *storageHealth) drain() error {
 	if h.spool == nil || h.spool.Len() == 0 {
-		return nil
+		return h.settleOwed()
 	}
 	n, err := h.spool.Drain(func(it spool.Item) error {
 		var err error
 		if it.Mode == buffer.ModeListen {
 			_, err = h.store.AppendListen(it.Rec)
-		} else {
+		} else if err = h.settleOwed(); err == nil {
+			// After the notes of before (and a wake's owed flush of
+			// them): what was said in feedback mode.
 			_, err = h.store.EnqueueUtterance(it.Rec)
 		}
 		return err
@@ -338,7 +341,14 @@ func (h *storageHealth) drain() error {
 	if err != nil {
 		return fmt.Errorf("write utterances held in memory to the store: %w", err)
 	}
-	return nil
+	return h.settleOwed()
+}
+
+func (h *storageHealth) settleOwed() error {
+	if h.settle == nil {
+		return nil
+	}
+	return h.settle()
 }
 
 // held is the number of utterances in the memory spool.

@@ -29,6 +29,10 @@ type Router struct {
 	lastAt  time.Time
 
 	keep func(buffer.Record, buffer.Mode, error) (string, bool) // RouterOptions.Keep
+	// owedMode, owedFlush: a mode change made in memory while the store
+	// had failed (RouterOptions.StoreFailed), persisted by Settle.
+	storeFailed         func(error) bool
+	owedMode, owedFlush bool
 }
 
 // RouterOptions configures a Router.
@@ -44,6 +48,10 @@ type RouterOptions struct {
 	// it otherwise (sent unstored, held in memory: health.go), or false
 	// to refuse it.
 	Keep func(rec buffer.Record, mode buffer.Mode, storeErr error) (id string, ok bool)
+	// StoreFailed, if set, says an error of the store is a storage failure:
+	// a mode change (a wake) is then made in memory, its listen-buffer
+	// flush and persisting owed until Settle.
+	StoreFailed func(error) bool
 }
 
 // NewRouter loads the persisted mode (or the default) and finishes a wake
@@ -54,7 +62,7 @@ func NewRouter(o RouterOptions) (*Router, error) {
 		return nil, fmt.Errorf("router: default mode %q is not listen or feedback", o.DefaultMode)
 	}
 	r := &Router{store: o.Store, rules: o.Rules, sounds: o.Sounds, online: o.Online, deflt: o.DefaultMode, onMode: o.OnMode,
-		keep: o.Keep}
+		keep: o.Keep, storeFailed: o.StoreFailed}
 	if r.online == nil {
 		r.online = func() bool { return false }
 	}
@@ -266,12 +274,18 @@ func (r *Router) toFeedback(out *Outcome, announce bool) error {
 	// the wake word already released it, the utterance's journaled audio
 	// brings the wake phrase back on the next start.
 	if err := r.flush(out); err != nil {
-		r.play("error")
-		return fmt.Errorf("flush listen buffer on wake: %w", err)
+		if !r.failed(err) {
+			r.play("error")
+			return fmt.Errorf("flush listen buffer on wake: %w", err)
+		}
+		r.owedFlush = true // the notes stay stored; Settle sends them
 	}
 	if r.mode != buffer.ModeFeedback {
 		if err := r.store.SetMode(buffer.ModeFeedback); err != nil {
-			return fmt.Errorf("persist feedback mode: %w", err)
+			if !r.failed(err) {
+				return fmt.Errorf("persist feedback mode: %w", err)
+			}
+			r.owedMode = true
 		}
 		r.mode = buffer.ModeFeedback
 		r.changed()
@@ -286,7 +300,10 @@ func (r *Router) toFeedback(out *Outcome, announce bool) error {
 func (r *Router) toListen(announce bool) error {
 	if r.mode != buffer.ModeListen {
 		if err := r.store.SetMode(buffer.ModeListen); err != nil {
-			return fmt.Errorf("persist listen mode: %w", err)
+			if !r.failed(err) {
+				return fmt.Errorf("persist listen mode: %w", err)
+			}
+			r.owedMode = true
 		}
 		r.mode = buffer.ModeListen
 		r.changed()
@@ -314,6 +331,34 @@ func (r *Router) flush(out *Outcome) error {
 		}
 		out.BatchCount += n
 	}
+}
+
+// failed: err is a storage failure and a mode change may be owed.
+func (r *Router) failed(err error) bool {
+	return r.storeFailed != nil && r.storeFailed(err)
+}
+
+// Settle persists what a failed store owed: the mode changed in memory,
+// and in feedback mode the listen buffer's flush of that wake (its batch
+// then follows what was sent unstored meanwhile). Called once the store
+// writes again; idempotent.
+func (r *Router) Settle() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.owedFlush && r.mode == buffer.ModeFeedback {
+		var out Outcome
+		if err := r.flush(&out); err != nil {
+			return fmt.Errorf("flush the listen buffer owed since a wake: %w", err)
+		}
+	}
+	r.owedFlush = false
+	if r.owedMode {
+		if err := r.store.SetMode(r.mode); err != nil {
+			return fmt.Errorf("persist %s mode owed since the store failed: %w", r.mode, err)
+		}
+		r.owedMode = false
+	}
+	return nil
 }
 
 func (r *Router) changed() {

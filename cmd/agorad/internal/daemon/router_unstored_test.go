@@ -2,6 +2,7 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
@@ -91,5 +92,102 @@ func TestRouterUnstored(t *testing.T) {
 				t.Errorf("sounds %q, want %q", got, tc.wantSounds)
 			}
 		})
+	}
+}
+
+// failable is the real store whose writes fail as on a file system gone
+// read-only while fail is set (a unit-test double).
+type failable struct {
+	*buffer.Store
+	fail *bool
+}
+
+func (f failable) err(what string) error { return fmt.Errorf("%s: %w", what, syscall.EROFS) }
+
+func (f failable) SetMode(m buffer.Mode) error {
+	if *f.fail {
+		return f.err("set mode")
+	}
+	return f.Store.SetMode(m)
+}
+
+func (f failable) FlushListen(offline bool) (buffer.Entry, int, error) {
+	if *f.fail {
+		return buffer.Entry{}, 0, f.err("flush listen")
+	}
+	return f.Store.FlushListen(offline)
+}
+
+func (f failable) EnqueueUtterance(rec buffer.Record) (buffer.Entry, error) {
+	if *f.fail {
+		return buffer.Entry{}, f.err("enqueue utterance")
+	}
+	return f.Store.EnqueueUtterance(rec)
+}
+
+// The wake still works with a failed store: the mode changes in memory
+// (with its earcon), the question is offered to Keep in feedback mode, and
+// the flush of the listen buffer and the mode are persisted by Settle once
+// the store writes again, the notes of before in one batch.
+func TestRouterWakeWithFailedStore(t *testing.T) {
+	st := openStore(t, filepath.Join(t.TempDir(), "store"))
+	defer st.Close()
+	fail := false
+	rules, err := wake.New(wake.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kept []string
+	snd := &recordingSounder{}
+	r, err := NewRouter(RouterOptions{Store: failable{st, &fail}, Rules: rules, Sounds: snd, DefaultMode: buffer.ModeListen,
+		Online: func() bool { return true },
+		Keep: func(rec buffer.Record, mode buffer.Mode, _ error) (string, bool) {
+			kept = append(kept, string(mode)+":"+rec.Text)
+			return rec.ID, true
+		},
+		StoreFailed: func(err error) bool { return errors.Is(err, syscall.EROFS) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	say := func(text string) (Outcome, error) {
+		return r.Handle(ctx, Heard{Text: text, Lang: "nl", StartedAt: time.Now(), Source: "typed"})
+	}
+	if _, err := say("Scheur in de balk bij as drie."); err != nil {
+		t.Fatal(err)
+	}
+	snd.take()
+	fail = true
+	out, err := say("AGORA, is deze scheur constructief?")
+	if err != nil {
+		t.Fatalf("wake with a failed store: %v", err)
+	}
+	if r.Mode() != buffer.ModeFeedback || out.ModeAfter != buffer.ModeFeedback {
+		t.Errorf("mode %s, want feedback", r.Mode())
+	}
+	if got := strings.Join(snd.take(), ","); got != "feedback_on" {
+		t.Errorf("sounds %q, want feedback_on", got)
+	}
+	if strings.Join(kept, "|") != "feedback:is deze scheur constructief?" {
+		t.Errorf("kept %q", kept)
+	}
+	if m, _ := st.Mode(); m != buffer.ModeListen {
+		t.Errorf("persisted mode %s while the store failed", m)
+	}
+	fail = false
+	if err := r.Settle(); err != nil {
+		t.Fatalf("Settle: %v", err)
+	}
+	if m, _ := st.Mode(); m != buffer.ModeFeedback {
+		t.Errorf("persisted mode %s after Settle, want feedback", m)
+	}
+	if got := strings.Join(pendingTexts(t, st), "|"); got != "batch[Scheur in de balk bij as drie.]" {
+		t.Errorf("outbox %q after Settle", got)
+	}
+	if n, _ := st.ListenCount(); n != 0 {
+		t.Errorf("listen buffer %d after Settle", n)
+	}
+	if err := r.Settle(); err != nil || len(pendingTexts(t, st)) != 1 {
+		t.Errorf("second Settle: %v, outbox %q", err, pendingTexts(t, st))
 	}
 }
