@@ -209,6 +209,10 @@ func TestRunStorageFaults(t *testing.T) {
 				out, code := agoractl(t, p.socket, "say", text)
 				if code != 0 {
 					t.Logf("say %q refused: exit %d: %s", text, code, strings.TrimSpace(out))
+				} else if strings.HasPrefix(text, "during") && !strings.Contains(out, "the store has failed: sent to the backend without being stored") {
+					t.Errorf("say %q during the failure: %s; want it to say it was sent unstored", text, out)
+				} else if strings.Contains(text, "offline") && !strings.Contains(out, "the store has failed: held in memory") {
+					t.Errorf("say %q during the failure, offline: %s; want it to say it is held in memory", text, out)
 				}
 				return code == 0
 			}

@@ -104,7 +104,7 @@ type ModeResult struct {
 type SayResult struct {
 	Action  string `json:"action,omitempty"` // wake action: "", "feedback" or "listen"
 	Mode    string `json:"mode"`             // mode after the text was handled
-	Stored  string `json:"stored,omitempty"` // "listen_buffer", "outbox" or "" (nothing left after the wake phrase)
+	Stored  string `json:"stored,omitempty"` // "listen_buffer", "outbox" or "" (nothing left after the wake phrase); store failed: "sent_unstored", "held_in_memory"
 	ID      string `json:"id,omitempty"`     // id of the stored record or entry
 	Flushed int    `json:"flushed,omitempty"`
 }

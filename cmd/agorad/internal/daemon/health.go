@@ -270,27 +270,34 @@ func (h *storageHealth) canKeep(err error, mode buffer.Mode) bool {
 // unstored (feedback mode, link up) or, when the failure may end in place
 // (spoolable), held in the memory spool until the store writes again.
 // false: nothing could keep it; the router refuses it audibly.
-func (h *storageHealth) keep(rec buffer.Record, mode buffer.Mode, storeErr error) (string, bool) {
+func (h *storageHealth) keep(rec buffer.Record, mode buffer.Mode, storeErr error) (string, string, bool) {
 	if h == nil || !isFailure(storeErr) || rec.ID == "" {
-		return "", false
+		return "", "", false
 	}
 	h.report(storeErr)
 	if mode == buffer.ModeFeedback && h.sendUnstored(rec, storeErr) {
-		return rec.ID, true
+		return rec.ID, KeptUnstored, true
 	}
 	if h.spool == nil || !spoolable(storeErr) {
 		h.log.Error("utterance refused: the store failed and nothing can keep it", "id", rec.ID, "mode", mode, "store_err", storeErr)
-		return "", false
+		return "", "", false
 	}
 	if err := h.spool.Add(spool.Item{Rec: rec, Mode: mode}); err != nil {
 		h.log.Error("utterance refused: the store failed and nothing can keep it", "id", rec.ID, "mode", mode, "store_err", storeErr, "err", err)
-		return "", false
+		return "", "", false
 	}
 	h.met.Spooled(h.spool.Len())
 	h.log.Warn("utterance held in memory until the store writes again", "id", rec.ID, "mode", mode, "held", h.spool.Len(), "store_err", storeErr)
 	h.publish()
-	return rec.ID, true
+	return rec.ID, KeptInMemory, true
 }
+
+// How an utterance the failed store refused was kept (Outcome.KeptAs,
+// agoractl say's "stored").
+const (
+	KeptUnstored = "sent_unstored"  // published to the backend without being stored
+	KeptInMemory = "held_in_memory" // in the memory spool until the store writes again
+)
 
 // sendUnstored publishes a feedback-mode utterance the store refused while
 // the link is up: QoS 1, waiting for the PUBACK, one at a time (so in

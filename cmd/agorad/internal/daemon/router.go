@@ -28,7 +28,7 @@ type Router struct {
 	lastMsg Heard
 	lastAt  time.Time
 
-	keep func(buffer.Record, buffer.Mode, error) (string, bool) // RouterOptions.Keep
+	keep func(buffer.Record, buffer.Mode, error) (string, string, bool) // RouterOptions.Keep
 	// owedMode, owedFlush: a mode change made in memory while the store
 	// had failed (RouterOptions.StoreFailed), persisted by Settle.
 	storeFailed         func(error) bool
@@ -44,10 +44,10 @@ type RouterOptions struct {
 	DefaultMode buffer.Mode       // used when no mode was persisted yet
 	OnMode      func(buffer.Mode) // called (under the router's lock) after every mode change
 	// Keep, if set, is offered what the store refused, with the mode and
-	// the store's error: it returns the record's id and true when it kept
-	// it otherwise (sent unstored, held in memory: health.go), or false
+	// the store's error: it returns the record's id, how it kept it
+	// otherwise (KeptUnstored, KeptInMemory: health.go) and true, or false
 	// to refuse it.
-	Keep func(rec buffer.Record, mode buffer.Mode, storeErr error) (id string, ok bool)
+	Keep func(rec buffer.Record, mode buffer.Mode, storeErr error) (id, how string, ok bool)
 	// StoreFailed, if set, says an error of the store is a storage failure:
 	// a mode change (a wake) is then made in memory, its listen-buffer
 	// flush and persisting owed until Settle.
@@ -233,10 +233,10 @@ func (r *Router) deliver(h Heard, text string, out *Outcome, keepJournal bool) (
 	if r.mode == buffer.ModeListen {
 		stored, err := r.store.AppendListen(rec)
 		if err != nil && r.keep != nil {
-			if id, ok := r.keep(rec, r.mode, err); ok {
+			if id, how, ok := r.keep(rec, r.mode, err); ok {
 				out.Stored++
 				out.Kept++
-				out.ID = id
+				out.ID, out.KeptAs = id, how
 				return false, nil // its journaled audio (if any) stays: the store cannot release it
 			}
 		}
@@ -250,10 +250,10 @@ func (r *Router) deliver(h Heard, text string, out *Outcome, keepJournal bool) (
 	}
 	e, err := r.store.EnqueueUtterance(rec)
 	if err != nil && r.keep != nil {
-		if id, ok := r.keep(rec, r.mode, err); ok {
+		if id, how, ok := r.keep(rec, r.mode, err); ok {
 			out.Sent++
 			out.Kept++
-			out.ID = id
+			out.ID, out.KeptAs = id, how
 			return false, nil // its journaled audio (if any) stays: the store cannot release it
 		}
 	}

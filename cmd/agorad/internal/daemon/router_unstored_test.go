@@ -58,7 +58,7 @@ func TestRouterUnstored(t *testing.T) {
 			snd := &recordingSounder{}
 			r, err := NewRouter(RouterOptions{Store: failingEnqueue{st, syscall.EROFS}, Rules: rules, Sounds: snd,
 				Online: func() bool { return true }, DefaultMode: buffer.ModeFeedback,
-				Keep: func(rec buffer.Record, mode buffer.Mode, storeErr error) (string, bool) {
+				Keep: func(rec buffer.Record, mode buffer.Mode, storeErr error) (string, string, bool) {
 					if mode != buffer.ModeFeedback {
 						t.Errorf("mode %s", mode)
 					}
@@ -66,7 +66,7 @@ func TestRouterUnstored(t *testing.T) {
 						t.Errorf("store error %v", storeErr)
 					}
 					offered = append(offered, rec)
-					return rec.ID, tc.send
+					return rec.ID, KeptUnstored, tc.send
 				}})
 			if err != nil {
 				t.Fatal(err)
@@ -85,7 +85,7 @@ func TestRouterUnstored(t *testing.T) {
 			if len(offered) != 1 || offered[0].ID == "" || offered[0].Text != "The beam at grid C is deflected." {
 				t.Fatalf("offered %+v", offered)
 			}
-			if tc.send && (out.Sent != 1 || out.Kept != 1 || out.ID != offered[0].ID) {
+			if tc.send && (out.Sent != 1 || out.Kept != 1 || out.KeptAs != KeptUnstored || out.ID != offered[0].ID) {
 				t.Errorf("outcome %+v, want sent 1 under id %s", out, offered[0].ID)
 			}
 			if got := strings.Join(snd.take(), ","); got != tc.wantSounds {
@@ -141,9 +141,9 @@ func TestRouterWakeWithFailedStore(t *testing.T) {
 	snd := &recordingSounder{}
 	r, err := NewRouter(RouterOptions{Store: failable{st, &fail}, Rules: rules, Sounds: snd, DefaultMode: buffer.ModeListen,
 		Online: func() bool { return true },
-		Keep: func(rec buffer.Record, mode buffer.Mode, _ error) (string, bool) {
+		Keep: func(rec buffer.Record, mode buffer.Mode, _ error) (string, string, bool) {
 			kept = append(kept, string(mode)+":"+rec.Text)
-			return rec.ID, true
+			return rec.ID, KeptUnstored, true
 		},
 		StoreFailed: func(err error) bool { return errors.Is(err, syscall.EROFS) }})
 	if err != nil {
