@@ -146,6 +146,9 @@ type Storage struct {
 	// 16/24/32 raw bytes or 32/48/64 hex digits; $VARIABLES are expanded,
 	// e.g. ${CREDENTIALS_DIRECTORY}/agorad-store-key (systemd credentials).
 	EncryptionKeyFile string `yaml:"encryption_key_file"`
+	// SpoolBytes bounds the memory that holds what the store could not
+	// keep while it had failed (docs/storage.md); 0: no spool (refused).
+	SpoolBytes int64 `yaml:"spool_bytes"`
 }
 
 // MQTT is the uplink to the backend.

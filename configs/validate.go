@@ -148,6 +148,9 @@ func (c *Config) Validate() error {
 	if err := buffer.CheckAudioRetention(c.Storage.AudioRetention); err != nil {
 		bad("storage.audio_retention", "%v", err)
 	}
+	if b := c.Storage.SpoolBytes; b < 0 || b > 64<<20 {
+		bad("storage.spool_bytes", "%d not in 0..67108864 (64 MiB); 0 means no spool", b)
+	}
 
 	// mqtt
 	m := c.MQTT

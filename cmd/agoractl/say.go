@@ -37,6 +37,10 @@ func printSay(w io.Writer, s control.SayResult) {
 		fmt.Fprintf(w, "stored in the listen buffer (%s)\n", s.ID)
 	case "outbox":
 		fmt.Fprintf(w, "queued for the backend (%s)\n", s.ID)
+	case "sent_unstored":
+		fmt.Fprintf(w, "the store has failed: sent to the backend without being stored (%s)\n", s.ID)
+	case "held_in_memory":
+		fmt.Fprintf(w, "the store has failed: held in memory until it writes again, lost if agorad stops first (%s)\n", s.ID)
 	default:
 		fmt.Fprintln(w, "nothing stored")
 	}

@@ -41,6 +41,9 @@ func printStatus(w io.Writer, s control.Status) {
 	if s.StuckSeconds > 0 {
 		fmt.Fprintf(tw, "outbox stuck:\t%s\n", (time.Duration(s.StuckSeconds) * time.Second).String())
 	}
+	if s.Storage != "" {
+		fmt.Fprintf(tw, "storage:\t%s\n", s.Storage)
+	}
 	for _, p := range s.Problems {
 		fmt.Fprintf(tw, "problem:\t%s\n", shown(p))
 	}

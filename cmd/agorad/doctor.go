@@ -139,6 +139,7 @@ func runDoctor(ctx context.Context, cfgPath string, env doctorEnv) []check {
 	add(checkLink(ctx, cfg))
 	add(checkDisk(cfg))
 	add(checkStore(cfg))
+	add(checkStorage(cfg, env.now()))
 	add(checkGroups())
 	// PortAudio's probing of ALSA and JACK prints dozens of lines on stderr
 	// (C libraries, not our logger), which would bury the one line per check.

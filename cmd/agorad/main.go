@@ -26,6 +26,10 @@ const (
 	exitUsage     = 2 // usage or configuration error
 	exitUndrained = 3 // run with a file input: processed, but the outbox was not drained in time (entries stay stored)
 	exitStore     = 4 // the store was refused: damaged, rolled back, replaced, or its encryption key wrong or missing
+	// exitStorageReplaced: the state directory was replaced while running
+	// (another file system, or the card again, mounted in its place); a
+	// restart opens what is there now through the open-time checks.
+	exitStorageReplaced = 6
 )
 
 func main() {

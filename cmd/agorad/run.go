@@ -118,6 +118,8 @@ func runExitCode(err error) int {
 		return exitUsage
 	case errors.Is(err, daemon.ErrUndrained):
 		return exitUndrained
+	case errors.Is(err, daemon.ErrStorageReplaced):
+		return exitStorageReplaced
 	case errors.Is(err, buffer.ErrDamaged), errors.Is(err, buffer.ErrRolledBack), errors.Is(err, buffer.ErrKey):
 		return exitStore
 	default:

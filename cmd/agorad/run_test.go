@@ -618,6 +618,7 @@ func TestRunFullDisk(t *testing.T) {
 
 	cfg := baseConfig(t, "tcp://127.0.0.1:1")
 	cfg.StateDir = filepath.Join(mnt, "state")
+	cfg.Storage.SpoolBytes = 0 // no memory spool: the refusal itself (held notes: TestRunStorageFaults)
 	d := startDaemon(t, writeConfig(t, cfg), cfg.Control.Socket)
 	for _, s := range []string{"before one", "before two"} {
 		if out, code := agoractl(t, d.socket, "say", s); code != 0 {

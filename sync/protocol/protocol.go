@@ -84,6 +84,10 @@ type Envelope struct {
 	StoreID   string `json:"store_id,omitempty"`
 	CreatedAt string `json:"created_at"`
 	Offline   bool   `json:"offline"`
+
+	// Unstored: the device's storage had failed, so this message was sent
+	// without being stored (seq 0, no store_id; sent once, never re-sent).
+	Unstored bool `json:"unstored,omitempty"`
 }
 
 // Item is one utterance, alone on the utterances topic or inside a batch.
@@ -277,6 +281,8 @@ type Status struct {
 	Model     string    // whisper model name
 	StoreID   string    // the store's incarnation (buffer.Store.StoreID)
 	UpdatedAt time.Time // when this status was taken
+
+	Storage *StorageHealth // nil while the storage is ok (storage.go)
 }
 
 // StatusMessage is the JSON form of Status. Status is not an outbox entry:
@@ -290,6 +296,8 @@ type StatusMessage struct {
 	Version   string `json:"version"`
 	Model     string `json:"model"`
 	UpdatedAt string `json:"updated_at"`
+
+	Storage *StorageHealth `json:"storage,omitempty"`
 }
 
 // RenderWill builds the last will: a status that says only that the device
@@ -325,7 +333,7 @@ func RenderStatus(deviceID, id string, s Status) (topic string, payload []byte, 
 	payload, err = json.Marshal(StatusMessage{
 		Envelope: Envelope{V: Version, Type: TypeStatus, ID: id, DeviceID: deviceID, StoreID: s.StoreID, CreatedAt: ts, Offline: !s.Online},
 		Mode:     s.Mode, Buffered: s.Buffered, Outbox: s.Outbox, Online: s.Online,
-		Version: s.Version, Model: s.Model, UpdatedAt: ts,
+		Version: s.Version, Model: s.Model, UpdatedAt: ts, Storage: s.Storage,
 	})
 	if err != nil {
 		return "", nil, fmt.Errorf("render status: %w", err)

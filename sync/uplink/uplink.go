@@ -149,6 +149,7 @@ type Client struct {
 	// earlyParked: parked commands for ids not (yet) held (parked.go).
 	earlyParked map[string]parkedNote
 	stopped     <-chan struct{} // ctx.Done() of Run: unblocks paho callbacks at shutdown
+	cur         paho.Client     // the session's client, nil between sessions (unstored.go)
 
 	owed      []protocol.AckBody // replies the store refused, oldest first (serveCommands only)
 	owedN     atomic.Int64
@@ -380,7 +381,9 @@ func (c *Client) connectLoop(ctx context.Context) {
 		// 3.1.1 client), and going back keeps the backend's view in seq order.
 		c.releaseAll()
 		began := time.Now()
+		c.setCurrent(cli)
 		err = c.session(ctx, cli, lost)
+		c.setCurrent(nil)
 		c.setOnline(false)
 		if ctx.Err() != nil {
 			c.goodbye(cli)

@@ -85,6 +85,9 @@ type Status struct {
 	// Problems are degraded parts that do not stop the voice path (a
 	// metrics listener that could not bind, ...).
 	Problems []string `json:"problems,omitempty"`
+	// Storage: the state directory's health: "ok", "failed (KIND since
+	// TIME)" or "recovering (...)"; what failed and the fix are in Problems.
+	Storage string `json:"storage,omitempty"`
 }
 
 // ParkedEntry is an outbox entry the backend parked, and why.
@@ -113,7 +116,7 @@ type ModeResult struct {
 type SayResult struct {
 	Action  string `json:"action,omitempty"` // wake action: "", "feedback" or "listen"
 	Mode    string `json:"mode"`             // mode after the text was handled
-	Stored  string `json:"stored,omitempty"` // "listen_buffer", "outbox" or "" (nothing left after the wake phrase)
+	Stored  string `json:"stored,omitempty"` // "listen_buffer", "outbox" or "" (nothing left after the wake phrase); store failed: "sent_unstored", "held_in_memory"
 	ID      string `json:"id,omitempty"`     // id of the stored record or entry
 	Flushed int    `json:"flushed,omitempty"`
 }

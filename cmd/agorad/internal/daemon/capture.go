@@ -204,6 +204,14 @@ func (sp *speech) enqueueUtteranceSpec(ctx context.Context, samples []float32, s
 	}
 	decided := time.Now() // the turn's end, before the journal's fsync
 	id, err := sp.store.JournalAudio(samples, start)
+	if err != nil && sp.refusals.storage.canKeep(err, sp.router.Mode()) {
+		// The store failed but its text can be kept otherwise (sent
+		// unstored, held in memory: health.go): transcribe from memory
+		// rather than lose what was said.
+		sp.refusals.noteRefusal(err)
+		sp.log.Warn("utterance audio not journaled (the store failed): transcribing it from memory", "err", err)
+		id, err = "", nil
+	}
 	if err != nil {
 		if spec != nil {
 			spec.cancel()

@@ -46,6 +46,8 @@ func (c *commands) Say(ctx context.Context, text string) (control.SayResult, err
 	c.langs.put(lang, out.ID, out.BatchID)
 	res := control.SayResult{Action: string(out.Wake), Mode: string(out.ModeAfter), ID: out.ID, Flushed: out.BatchCount}
 	switch {
+	case out.KeptAs != "":
+		res.Stored = out.KeptAs
 	case out.Sent > 0:
 		res.Stored = "outbox"
 	case out.Stored > 0:

@@ -128,10 +128,14 @@ func newDaemon(o Options) (*Daemon, error) {
 		d.close()
 		return nil, &ConfigError{fmt.Errorf("mqtt: %w", err)}
 	}
+	if d.status.storage, err = newStorageHealth(d.core, d.up.PublishStatus); err != nil {
+		d.close()
+		return nil, fmt.Errorf("storage health: %w", err)
+	}
 
 	d.router, err = NewRouter(RouterOptions{
 		Store: d.store, Rules: d.rules, Sounds: d.sounds,
-		Online: d.up.Online, DefaultMode: cfg.Mode,
+		Online: d.up.Online, DefaultMode: cfg.Mode, Keep: d.status.storage.keep, StoreFailed: isFailure,
 		OnMode: func(m buffer.Mode) {
 			d.log.Info("mode changed", "mode", m)
 			d.up.PublishStatus()
@@ -144,6 +148,7 @@ func newDaemon(o Options) (*Daemon, error) {
 		d.close()
 		return nil, err
 	}
+	d.status.storage.settle = d.router.Settle
 	if d.replies, d.tts, err = newReplies(d.core); err != nil {
 		d.close()
 		return nil, &ConfigError{err}
@@ -165,7 +170,9 @@ func (d *Daemon) close() {
 	if d.sounds != nil {
 		d.sounds.Close()
 	}
-	if d.store != nil {
+	if why := d.status.storageLeaveUnclosed(); why != "" {
+		d.log.Error("store left unclosed: its directory is no longer where it was; what it acknowledged is in its write-ahead log, replayed at the next start there", "why", why)
+	} else if d.store != nil {
 		if err := d.store.Close(); err != nil {
 			d.log.Error("close store", "err", err)
 		}
@@ -213,6 +220,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	svc.Go(func() error { d.status.watchOnline(svcCtx); return nil })
 	svc.Go(func() error { d.status.refreshGauges(svcCtx); return nil })
 	svc.Go(func() error { d.status.watchBuffer(svcCtx); return nil })
+	svc.Go(func() error { return d.status.storage.run(svcCtx) })
 	svc.Go(func() error { d.cmds.reloadLoop(svcCtx); return nil })
 	svc.Go(func() error { return d.replies.Run(svcCtx) })
 	svc.Go(func() error {

@@ -8,7 +8,10 @@
 // commands from agoractl and the backend (commands.go), SIGHUP (reload.go)
 // and the earcons (sounds.go). New parts plug in beside these: the spoken
 // replies (replies.go wires cmd/agorad/internal/replies; the capture loop
-// asks its half-duplex gate and push-to-talk interrupts it).
+// asks its half-duplex gate and push-to-talk interrupts it) and the storage
+// health (health.go wires buffer/health: it tells of a failed state
+// directory, and a store whose directory is gone or replaced is never closed
+// into the wrong one).
 //
 // Everything the daemon runs is a goroutine of an errgroup whose context
 // ends it; the speech path stops first on shutdown (finishing the utterance

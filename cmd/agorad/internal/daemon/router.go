@@ -7,6 +7,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
+
 	"github.com/agora/agorad/buffer"
 	"github.com/agora/agorad/wake"
 )
@@ -25,6 +27,12 @@ type Router struct {
 	onMode  func(buffer.Mode)
 	lastMsg Heard
 	lastAt  time.Time
+
+	keep func(buffer.Record, buffer.Mode, error) (string, string, bool) // RouterOptions.Keep
+	// owedMode, owedFlush: a mode change made in memory while the store
+	// had failed (RouterOptions.StoreFailed), persisted by Settle.
+	storeFailed         func(error) bool
+	owedMode, owedFlush bool
 }
 
 // RouterOptions configures a Router.
@@ -35,6 +43,15 @@ type RouterOptions struct {
 	Online      func() bool       // nil: always offline
 	DefaultMode buffer.Mode       // used when no mode was persisted yet
 	OnMode      func(buffer.Mode) // called (under the router's lock) after every mode change
+	// Keep, if set, is offered what the store refused, with the mode and
+	// the store's error: it returns the record's id, how it kept it
+	// otherwise (KeptUnstored, KeptInMemory: health.go) and true, or false
+	// to refuse it.
+	Keep func(rec buffer.Record, mode buffer.Mode, storeErr error) (id, how string, ok bool)
+	// StoreFailed, if set, says an error of the store is a storage failure:
+	// a mode change (a wake) is then made in memory, its listen-buffer
+	// flush and persisting owed until Settle.
+	StoreFailed func(error) bool
 }
 
 // NewRouter loads the persisted mode (or the default) and finishes a wake
@@ -44,7 +61,8 @@ func NewRouter(o RouterOptions) (*Router, error) {
 	if !o.DefaultMode.Valid() {
 		return nil, fmt.Errorf("router: default mode %q is not listen or feedback", o.DefaultMode)
 	}
-	r := &Router{store: o.Store, rules: o.Rules, sounds: o.Sounds, online: o.Online, deflt: o.DefaultMode, onMode: o.OnMode}
+	r := &Router{store: o.Store, rules: o.Rules, sounds: o.Sounds, online: o.Online, deflt: o.DefaultMode, onMode: o.OnMode,
+		keep: o.Keep, storeFailed: o.StoreFailed}
 	if r.online == nil {
 		r.online = func() bool { return false }
 	}
@@ -165,6 +183,11 @@ func (r *Router) Handle(ctx context.Context, h Heard) (out Outcome, err error) {
 	switch {
 	case consumed:
 		return out, nil
+	case out.Kept > 0:
+		// Kept without the store: its journaled audio stays (the failed
+		// store cannot release it); a restart transcribes it again, a
+		// duplicate, never a loss.
+		return out, nil
 	case out.Stored+out.Sent > 0 && h.AudioID != "":
 		// Only the words before the wake phrase were stored (linked to the
 		// audio): release it now as storing them would have.
@@ -196,8 +219,27 @@ func (r *Router) deliver(h Heard, text string, out *Outcome, keepJournal bool) (
 		AudioID: h.AudioID, KeepJournal: keepJournal,
 	}
 	released := h.AudioID != "" && !keepJournal
+	if r.keep != nil && rec.ID == "" {
+		// The id is chosen here so that a copy kept otherwise (sent
+		// unstored, held in memory) and the entry of a failed commit that
+		// reached the log after all (seen on a file system gone
+		// read-only) are one message to the backend.
+		id, err := uuid.NewV7()
+		if err != nil {
+			return false, fmt.Errorf("store utterance: new id: %w", err)
+		}
+		rec.ID = id.String()
+	}
 	if r.mode == buffer.ModeListen {
 		stored, err := r.store.AppendListen(rec)
+		if err != nil && r.keep != nil {
+			if id, how, ok := r.keep(rec, r.mode, err); ok {
+				out.Stored++
+				out.Kept++
+				out.ID, out.KeptAs = id, how
+				return false, nil // its journaled audio (if any) stays: the store cannot release it
+			}
+		}
 		if err != nil {
 			r.play("error")
 			return false, fmt.Errorf("store note in listen buffer: %w", err)
@@ -207,6 +249,14 @@ func (r *Router) deliver(h Heard, text string, out *Outcome, keepJournal bool) (
 		return released, nil
 	}
 	e, err := r.store.EnqueueUtterance(rec)
+	if err != nil && r.keep != nil {
+		if id, how, ok := r.keep(rec, r.mode, err); ok {
+			out.Sent++
+			out.Kept++
+			out.ID, out.KeptAs = id, how
+			return false, nil // its journaled audio (if any) stays: the store cannot release it
+		}
+	}
 	if err != nil {
 		r.play("error")
 		return false, fmt.Errorf("queue utterance for the backend: %w", err)
@@ -224,12 +274,18 @@ func (r *Router) toFeedback(out *Outcome, announce bool) error {
 	// the wake word already released it, the utterance's journaled audio
 	// brings the wake phrase back on the next start.
 	if err := r.flush(out); err != nil {
-		r.play("error")
-		return fmt.Errorf("flush listen buffer on wake: %w", err)
+		if !r.failed(err) {
+			r.play("error")
+			return fmt.Errorf("flush listen buffer on wake: %w", err)
+		}
+		r.owedFlush = true // the notes stay stored; Settle sends them
 	}
 	if r.mode != buffer.ModeFeedback {
 		if err := r.store.SetMode(buffer.ModeFeedback); err != nil {
-			return fmt.Errorf("persist feedback mode: %w", err)
+			if !r.failed(err) {
+				return fmt.Errorf("persist feedback mode: %w", err)
+			}
+			r.owedMode = true
 		}
 		r.mode = buffer.ModeFeedback
 		r.changed()
@@ -244,7 +300,10 @@ func (r *Router) toFeedback(out *Outcome, announce bool) error {
 func (r *Router) toListen(announce bool) error {
 	if r.mode != buffer.ModeListen {
 		if err := r.store.SetMode(buffer.ModeListen); err != nil {
-			return fmt.Errorf("persist listen mode: %w", err)
+			if !r.failed(err) {
+				return fmt.Errorf("persist listen mode: %w", err)
+			}
+			r.owedMode = true
 		}
 		r.mode = buffer.ModeListen
 		r.changed()
@@ -272,6 +331,34 @@ func (r *Router) flush(out *Outcome) error {
 		}
 		out.BatchCount += n
 	}
+}
+
+// failed: err is a storage failure and a mode change may be owed.
+func (r *Router) failed(err error) bool {
+	return r.storeFailed != nil && r.storeFailed(err)
+}
+
+// Settle persists what a failed store owed: the mode changed in memory,
+// and in feedback mode the listen buffer's flush of that wake (its batch
+// then follows what was sent unstored meanwhile). Called once the store
+// writes again; idempotent.
+func (r *Router) Settle() error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.owedFlush && r.mode == buffer.ModeFeedback {
+		var out Outcome
+		if err := r.flush(&out); err != nil {
+			return fmt.Errorf("flush the listen buffer owed since a wake: %w", err)
+		}
+	}
+	r.owedFlush = false
+	if r.owedMode {
+		if err := r.store.SetMode(r.mode); err != nil {
+			return fmt.Errorf("persist %s mode owed since the store failed: %w", r.mode, err)
+		}
+		r.owedMode = false
+	}
+	return nil
 }
 
 func (r *Router) changed() {

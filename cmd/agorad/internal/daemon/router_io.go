@@ -52,6 +52,8 @@ type Heard struct {
 type Outcome struct {
 	Stored     int    // notes appended to the listen buffer
 	Sent       int    // utterances queued for the backend
+	Kept       int    // of those, kept without the store, which had failed
+	KeptAs     string // how the last of those was kept: KeptUnstored or KeptInMemory
 	ID         string // id of the last record stored or utterance queued
 	BatchID    string // id of the flushed listen-buffer batch, "" when none
 	BatchSeq   uint64

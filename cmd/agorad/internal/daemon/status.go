@@ -24,6 +24,7 @@ type status struct {
 	version string
 	started time.Time
 	speech  *speech
+	storage *storageHealth // health.go
 
 	refused  atomic.Uint64 // writes refused for a full disk (caps: Stats.Refused)
 	reported atomic.Int64  // the listen buffer size the last rendered status said (-1: none yet)
@@ -36,6 +37,7 @@ type status struct {
 // noteRefusal counts what the store refused. Cap refusals are counted by
 // the store itself (Stats.Refused); a full disk is counted here.
 func (rep *status) noteRefusal(err error) {
+	rep.storage.report(err)
 	switch {
 	case errors.Is(err, buffer.ErrDiskFull):
 		rep.refused.Add(1)
@@ -101,6 +103,9 @@ func (rep *status) updateGauges() {
 // problems lists degraded parts that do not stop the voice path.
 func (rep *status) problems() []string {
 	var p []string
+	if s := rep.storage.problem(); s != "" {
+		p = append(p, s)
+	}
 	if m := rep.met.Problem(); m != "" {
 		p = append(p, "metrics endpoint: "+m)
 	}
@@ -118,6 +123,9 @@ func (rep *status) health() metrics.Health {
 	if _, err := rep.store.ListenCount(); err != nil {
 		h.OK, h.Reason = false, "store: "+err.Error()
 	}
+	if s := rep.storage.problem(); h.OK && s != "" {
+		h.OK, h.Reason = false, s
+	}
 	if h.OK {
 		if why := rep.offlineTooLong(time.Now()); why != "" {
 			h.OK, h.Reason = false, why
@@ -131,7 +139,7 @@ func (rep *status) protocol() protocol.Status {
 	n, _ := rep.store.ListenCount()
 	rep.reported.Store(int64(n))
 	return protocol.Status{Mode: string(rep.router.Mode()), Buffered: n, Version: rep.version, Model: rep.speech.model,
-		StoreID: rep.store.StoreID(), UpdatedAt: time.Now()}
+		StoreID: rep.store.StoreID(), UpdatedAt: time.Now(), Storage: rep.storage.protocol()}
 }
 
 // control is the status agoractl shows.
@@ -150,6 +158,7 @@ func (rep *status) control() (control.Status, error) {
 		st.ParkedEntries = append(st.ParkedEntries, control.ParkedEntry{ID: p.ID, Seq: p.Seq, Reason: p.Reason, At: p.At})
 	}
 	st.Problems = rep.problems()
+	st.Storage = rep.storage.summary()
 	var err error
 	if st.Buffered, err = rep.store.ListenCount(); err != nil {
 		return st, fmt.Errorf("count listen buffer: %w", err)

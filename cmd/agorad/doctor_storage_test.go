@@ -1,0 +1,60 @@
+package main
+
+import (
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agora/agorad/buffer"
+	"github.com/agora/agorad/buffer/health/healthtest"
+	"github.com/agora/agorad/configs/configtest"
+	"github.com/agora/agorad/sync/brokertest"
+)
+
+// agorad doctor names a failed state directory and the fix, on a real
+// ext4 broken by the kernel.
+func TestDoctorStorage(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		fault   func(fs *healthtest.Ext4)
+		status  string
+		detail  string // the detail contains it
+		fix     string // the fix contains it
+		doctorE bool   // also run the whole doctor: storage is its only failed check
+	}{
+		{"healthy", func(*healthtest.Ext4) {}, "ok", "is writable", "", false},
+		{"read-only after an ext4 error", func(fs *healthtest.Ext4) { fs.TriggerError() }, "fail",
+			"is read-only (EROFS since 10:02:11)", "e2fsck", true},
+		{"full", func(fs *healthtest.Ext4) { fs.Fill() }, "fail", "is full (ENOSPC since 10:02:11)", "free space", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fs := healthtest.NewExt4(t, "128M")
+			broker := brokertest.Start(t)
+			cfg := configtest.Daemon(t, "dev-doctor-storage", broker.URL())
+			cfg.Replies.Enabled = false
+			cfg.StateDir = filepath.Join(fs.Mnt, "state")
+			s, err := buffer.Open(filepath.Join(cfg.StateDir, "store"), buffer.Options{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := s.AppendListen(buffer.Record{Text: "a note"}); err != nil {
+				t.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			tc.fault(fs)
+			now := time.Date(2026, 3, 1, 10, 2, 11, 0, time.Local)
+			got := checkStorage(cfg, now)
+			if got.Status != tc.status || !strings.Contains(got.Detail, tc.detail) || !strings.Contains(got.Fix, tc.fix) {
+				t.Fatalf("checkStorage: %+v; want %s, detail with %q, fix with %q", got, tc.status, tc.detail, tc.fix)
+			}
+			if tc.doctorE {
+				env := realDoctorEnv()
+				env.now = func() time.Time { return now }
+				runDoctorCase(t, cfg, env, "storage")
+			}
+		})
+	}
+}
