@@ -199,6 +199,8 @@ type Store struct {
 	// minInodes is the free-inode guard (tests lower it to reach Badger's
 	// own ENOSPC handling).
 	minInodes uint64
+	// testHookFlushHazard runs first in flushHazard (closebounded.go).
+	testHookFlushHazard func() error
 }
 
 // Key layout (see docs/storage.md).
@@ -423,7 +425,7 @@ func (s *Store) Close() error {
 	if s.db == nil { // retired after a disk-full failure, closed above
 		return s.closeIdentity()
 	}
-	if err := s.db.Close(); err != nil {
+	if err := s.closeBadger(); err != nil {
 		s.identMu.Lock()
 		if s.ident != nil && s.ident.f != nil {
 			_ = s.ident.f.Close() // unclean: the next Open resumes above the lease

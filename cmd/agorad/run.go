@@ -114,6 +114,8 @@ func runExitCode(err error) int {
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.Is(err, buffer.ErrCloseFailed): // first: it joins how the run ended
+		return exitStoreFailed
 	case errors.As(err, &cfgErr):
 		return exitUsage
 	case errors.Is(err, daemon.ErrUndrained):
