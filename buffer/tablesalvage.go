@@ -42,6 +42,13 @@ type recovered struct {
 // read.
 func salvageTable(dir, path string, tm badger.TableManifest) (out map[string]recovered, lost []string) {
 	out = map[string]recovered{}
+	// Whatever Badger's table code does with a damaged table, it is one
+	// table: reported, never a panic of check or salvage.
+	defer func() {
+		if r := recover(); r != nil {
+			lost = append(lost, fmt.Sprintf("%s: unreadable (Badger panicked: %s)", filepath.Base(path), firstLine(fmt.Sprint(r))))
+		}
+	}()
 	opts := table.Options{ReadOnly: true, ChkMode: options.OnBlockRead, BlockSize: 4 << 10,
 		BloomFalsePositive: 0.01, Compression: tm.Compression}
 	if tm.KeyID != 0 {
