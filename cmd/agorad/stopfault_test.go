@@ -180,3 +180,26 @@ func waitSocket(t *testing.T, socket string, done <-chan error, stderr *bytes.Bu
 		}
 	}
 }
+
+// TestRunOnSmallStateDir (issue 23): on a 20 MiB state directory every
+// note was refused (the store's reserve alone was 24 MiB). Now notes are
+// kept and the daemon stops cleanly.
+func TestRunOnSmallStateDir(t *testing.T) {
+	if testing.Short() {
+		t.Skip("mounts a tmpfs")
+	}
+	cfg := baseConfig(t, "tcp://127.0.0.1:1")
+	cfg.StateDir = filepath.Join(fsfault.MountTmpfs(t, "20m"), "state")
+	d := startDaemon(t, writeConfig(t, cfg), cfg.Control.Socket)
+	for _, n := range []string{"badkamer: kitten gescheurd", "meterkast: aarding ontbreekt"} {
+		if out, code := agoractl(t, d.socket, "say", n); code != 0 {
+			t.Fatalf("say %q on a 20 MiB state directory: exit %d: %s", n, code, out)
+		}
+	}
+	if s := status(t, d.socket); s.Buffered != 2 {
+		t.Fatalf("buffered %d, want 2", s.Buffered)
+	}
+	if code := d.stop(t); code != exitOK {
+		t.Fatalf("exit %d:\n%s", code, d.log.String())
+	}
+}
