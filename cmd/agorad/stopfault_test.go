@@ -47,7 +47,7 @@ func TestStopLimitsFitTheUnit(t *testing.T) {
 
 // TestRunStopsOnFailedDisk (issue 23): `agorad run` with notes accepted,
 // then its state directory removed, remounted read-only by an ext4 error,
-// or its file system filled to the last block. SIGTERM ends the real
+// or its file system (ext4, tmpfs) filled to the last block. SIGTERM ends the real
 // process within the unit's stop limit with exit 5 (store failed: no
 // SIGBUS, no endless memtable-flush retry), the log says what was left
 // where, and where the directory is readable again every accepted note is
@@ -75,6 +75,16 @@ func TestRunStopsOnFailedDisk(t *testing.T) {
 		{"ext4 remounted read-only", func(t *testing.T) (string, func(), func() string) {
 			e := fsfault.MountExt4(t, 96)
 			return e.Dir, func() { e.RemountReadOnly(t) }, func() string { return e.CrashCopy(t) }
+		}},
+		{"ext4 full", func(t *testing.T) (string, func(), func() string) {
+			e := fsfault.MountExt4(t, 96)
+			ballast := filepath.Join(e.Dir, "ballast")
+			return e.Dir, func() { fsfault.Fill(t, ballast) }, func() string {
+				if err := os.Remove(ballast); err != nil {
+					t.Fatal(err)
+				}
+				return e.Dir
+			}
 		}},
 		{"disk full", func(t *testing.T) (string, func(), func() string) {
 			parent := fsfault.MountTmpfs(t, "96m")
@@ -129,7 +139,7 @@ func TestRunStopsOnFailedDisk(t *testing.T) {
 			}
 			took := time.Since(stopAt)
 			ws := cmd.ProcessState.Sys().(syscall.WaitStatus)
-			t.Logf("exit %d (signal %v) %v after SIGTERM", cmd.ProcessState.ExitCode(), ws.Signal(), took.Round(time.Millisecond))
+			t.Logf("%v %v after SIGTERM", cmd.ProcessState, took.Round(time.Millisecond))
 			if ws.Signaled() || cmd.ProcessState.ExitCode() != exitStoreFailed {
 				t.Fatalf("exit %d (signaled %v: %v), want %d (store failed):\n%s", cmd.ProcessState.ExitCode(), ws.Signaled(), ws.Signal(), exitStoreFailed, stderr.String())
 			}
