@@ -133,16 +133,26 @@ func flushNeed(dir string) int64 {
 	return need
 }
 
-// leftBehind is what a stopping store holds, taken before its close so it
-// can be told even when the close never returns.
+// leftBehind is what a stopping store holds: its counts are taken before
+// its close (from memory: told even when the close never returns), its
+// files after an unclean one.
 type leftBehind struct {
 	counted                 bool // false: a write was in progress (s.mu held), counts unknown
 	seq                     uint64
 	listen, outbox, journal int
-	wal                     []string // write-ahead log files and the bytes written to them
-	vlog                    int      // value-log files
-	dirGone, readOnly       bool
+	files                   leftFiles
 }
+
+type leftFiles struct {
+	answered          bool     // false: the directory did not answer within leftFilesLimit
+	wal               []string // write-ahead log files and the bytes written to them
+	vlog              int      // value-log files
+	dirGone, readOnly bool
+}
+
+// leftFilesLimit bounds the look at the directory after an unclean close:
+// a device that stopped answering must not hold up the stop.
+const leftFilesLimit = time.Second
 
 func (s *Store) snapshotLeft() leftBehind {
 	l := leftBehind{seq: s.committed.Load()}
@@ -154,10 +164,15 @@ func (s *Store) snapshotLeft() leftBehind {
 		l.journal = s.acct.n(areaJournal)
 		s.mu.Unlock()
 	}
-	entries, err := os.ReadDir(s.dir)
+	return l
+}
+
+func filesLeft(dir string) leftFiles {
+	var f leftFiles
+	entries, err := os.ReadDir(dir)
 	if err != nil {
-		l.dirGone = true
-		return l
+		f.dirGone = true
+		return f
 	}
 	for _, e := range entries {
 		info, err := e.Info()
@@ -166,17 +181,24 @@ func (s *Store) snapshotLeft() leftBehind {
 		}
 		switch filepath.Ext(e.Name()) {
 		case ".mem":
-			l.wal = append(l.wal, fmt.Sprintf("%s (%d bytes written)", e.Name(), allocated(info)))
+			f.wal = append(f.wal, fmt.Sprintf("%s (%d bytes written)", e.Name(), allocated(info)))
 		case ".vlog":
-			l.vlog++
+			f.vlog++
 		}
 	}
-	l.readOnly = errors.Is(probeWritable(s.dir), syscall.EROFS)
-	return l
+	f.readOnly = errors.Is(probeWritable(dir), syscall.EROFS)
+	return f
 }
 
 // logLeft tells the operator what an unclean close left, and where.
 func (s *Store) logLeft(l leftBehind, err error) {
+	done := make(chan leftFiles, 1)
+	go func() { done <- filesLeft(s.dir) }()
+	select {
+	case l.files = <-done:
+		l.files.answered = true
+	case <-time.After(leftFilesLimit):
+	}
 	attrs := []any{"err", err, "last_committed_seq", l.seq}
 	if l.counted {
 		attrs = append(attrs, "listen", l.listen, "outbox", l.outbox, "journaled_audio", l.journal)
@@ -184,16 +206,19 @@ func (s *Store) logLeft(l leftBehind, err error) {
 		attrs = append(attrs, "counts", "unknown: a write was still in progress inside Badger")
 	}
 	var where string
-	switch {
-	case l.dirGone:
+	switch f := l.files; {
+	case !f.answered:
+		where = "Badger's tables and write-ahead log, as far as the device wrote them: the state directory does not answer"
+	case f.dirGone:
 		where = "nowhere on this device: the state directory is gone; entries not yet delivered are lost unless the directory comes back"
 	default:
-		where = "Badger's tables, and since the last memtable flush its write-ahead log (" + strings.Join(l.wal, ", ") +
+		where = "Badger's tables, and since the last memtable flush its write-ahead log (" + strings.Join(f.wal, ", ") +
 			"), durable where it was written; the next start replays it (verify with agorad store check)"
-		if l.readOnly {
+		if f.readOnly {
 			where += "; the file system is read-only: writes after the remount are not in it"
 		}
+		attrs = append(attrs, "value_log_files", f.vlog)
 	}
-	attrs = append(attrs, "where", where, "value_log_files", l.vlog)
+	attrs = append(attrs, "where", where)
 	s.log.Error("store not closed cleanly: what was accepted stays where Badger left it", attrs...)
 }

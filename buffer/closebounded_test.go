@@ -1,11 +1,15 @@
 package buffer
 
 import (
+	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -27,9 +31,9 @@ func copyDir(t *testing.T, from string) string {
 
 // storeWithRecords opens a store in dir and appends n records (left in
 // Badger's memtable and write-ahead log: far below a memtable).
-func storeWithRecords(t *testing.T, dir string, n int) (*Store, []Record) {
+func storeWithRecords(t *testing.T, dir string, n int, log *logLines) (*Store, []Record) {
 	t.Helper()
-	s, err := Open(dir, Options{Logger: quiet()})
+	s, err := Open(dir, Options{Logger: slog.New(slog.NewJSONHandler(log, nil))})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,12 +65,14 @@ func TestCloseWithinFailedDirectory(t *testing.T) {
 		fault func(t *testing.T, s *Store) // applied after the writes
 		cause error                        // wrapped in the close error
 		limit time.Duration
+		where string // in the log line's "where"
 	}{
 		{
 			name:  "directory removed",
 			fault: func(t *testing.T, s *Store) { _ = os.RemoveAll(s.dir) },
 			cause: syscall.ENOENT,
 			limit: 5 * time.Second,
+			where: "the state directory is gone",
 		},
 		{
 			name: "close blocks past its limit",
@@ -76,11 +82,13 @@ func TestCloseWithinFailedDirectory(t *testing.T) {
 				t.Cleanup(func() { close(release); _ = s.Close() }) // waits for the first Close
 			},
 			limit: 300 * time.Millisecond,
+			where: ".mem (",
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			s, _ := storeWithRecords(t, filepath.Join(t.TempDir(), "store"), 20)
+			var log logLines
+			s, _ := storeWithRecords(t, filepath.Join(t.TempDir(), "store"), 20, &log)
 			tt.fault(t, s)
 			took, err := closeTimed(s, tt.limit)
 			if !errors.Is(err, ErrCloseFailed) || (tt.cause != nil && !errors.Is(err, tt.cause)) {
@@ -90,6 +98,7 @@ func TestCloseWithinFailedDirectory(t *testing.T) {
 				t.Fatalf("CloseWithin(%v) took %v", tt.limit, took)
 			}
 			t.Logf("%v after %v", err, took.Round(time.Millisecond))
+			log.wantLeft(t, 20, tt.where)
 		})
 	}
 }
@@ -103,7 +112,8 @@ func TestCloseWithinReadOnlyRemount(t *testing.T) {
 		t.Skip("loop-mounted ext4")
 	}
 	e := fsfault.MountExt4(t, 64)
-	s, acked := storeWithRecords(t, filepath.Join(e.Dir, "store"), 25)
+	var log logLines
+	s, acked := storeWithRecords(t, filepath.Join(e.Dir, "store"), 25, &log)
 	e.RemountReadOnly(t)
 	took, err := closeTimed(s, 5*time.Second)
 	if !errors.Is(err, ErrCloseFailed) || !errors.Is(err, syscall.EROFS) {
@@ -112,6 +122,7 @@ func TestCloseWithinReadOnlyRemount(t *testing.T) {
 	if took > 2*time.Second {
 		t.Fatalf("CloseWithin took %v on a read-only file system", took)
 	}
+	log.wantLeft(t, 25, "the file system is read-only")
 	s2 := openT(t, filepath.Join(e.CrashCopy(t), "store"), Options{})
 	checkListen(t, s2, acked)
 }
@@ -125,7 +136,8 @@ func TestCloseWithinDiskFull(t *testing.T) {
 		t.Skip("mounts a tmpfs")
 	}
 	dir := fsfault.MountTmpfs(t, "32m")
-	s, acked := storeWithRecords(t, filepath.Join(dir, "store"), 200)
+	var log logLines
+	s, acked := storeWithRecords(t, filepath.Join(dir, "store"), 200, &log)
 	ballast := filepath.Join(dir, "ballast")
 	fsfault.Fill(t, ballast)
 	took, err := closeTimed(s, 5*time.Second)
@@ -133,9 +145,32 @@ func TestCloseWithinDiskFull(t *testing.T) {
 		t.Fatalf("CloseWithin on a full disk: %v; want ErrCloseFailed wrapping ErrDiskFull", err)
 	}
 	t.Logf("%v after %v", err, took.Round(time.Millisecond))
+	log.wantLeft(t, 200, "write-ahead log (0")
 	if err := os.Remove(ballast); err != nil {
 		t.Fatal(err)
 	}
 	s2 := openT(t, copyDir(t, filepath.Join(dir, "store")), Options{})
 	checkListen(t, s2, acked)
+}
+
+// wantLeft checks the one line an unclean close logs: the records it
+// holds, and where they are.
+func (l *logLines) wantLeft(t *testing.T, listen int, where string) {
+	t.Helper()
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var found []map[string]any
+	for _, line := range strings.Split(l.buf.String(), "\n") {
+		var m map[string]any
+		if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == "store not closed cleanly: what was accepted stays where Badger left it" {
+			found = append(found, m)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("%d unclean-close lines, want 1:\n%s", len(found), l.buf.String())
+	}
+	m := found[0]
+	if got, _ := m["listen"].(float64); int(got) != listen || !strings.Contains(fmt.Sprint(m["where"]), where) {
+		t.Fatalf("unclean close logged listen %v, where %q; want %d and %q", m["listen"], m["where"], listen, where)
+	}
 }
