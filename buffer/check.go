@@ -247,8 +247,11 @@ func openCopy(dir string, o CheckOptions) (Report, *badger.DB, map[string]recove
 			badTables[d.File] = true
 		}
 	}
-	if manifestBad {
-		// preflight could not verify the tables without a MANIFEST.
+	// preflight verified the tables the MANIFEST names; the others (all
+	// of them when the MANIFEST is bad, tables a crash in a memtable flush
+	// left unregistered, the orphans) are verified here: Badger's Open
+	// panics in a goroutine of its own on a table it cannot index.
+	{
 		for id, p := range files.tables {
 			if mf != nil {
 				if _, named := mf.Tables[id]; named {

@@ -187,6 +187,7 @@ type Store struct {
 	refused    map[string]int64
 	lastErr    string
 	lastErrAt  time.Time
+	failures   failureLog // failurelog.go
 
 	notify chan struct{}
 	cancel context.CancelFunc
@@ -199,6 +200,8 @@ type Store struct {
 	// minInodes is the free-inode guard (tests lower it to reach Badger's
 	// own ENOSPC handling).
 	minInodes uint64
+	// testHookFlushHazard runs first in flushHazard (closebounded.go).
+	testHookFlushHazard func() error
 }
 
 // Key layout (see docs/storage.md).
@@ -264,6 +267,9 @@ func Open(dir string, opts Options) (*Store, error) {
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("open store: create state dir %s: %w", dir, err)
+	}
+	if o, err = fitToFS(dir, opts, o); err != nil { // smallfs.go
+		return nil, fmt.Errorf("open store: %w", err)
 	}
 	s := &Store{
 		dir:         dir,
@@ -423,7 +429,7 @@ func (s *Store) Close() error {
 	if s.db == nil { // retired after a disk-full failure, closed above
 		return s.closeIdentity()
 	}
-	if err := s.db.Close(); err != nil {
+	if err := s.closeBadger(); err != nil {
 		s.identMu.Lock()
 		if s.ident != nil && s.ident.f != nil {
 			_ = s.ident.f.Close() // unclean: the next Open resumes above the lease
@@ -531,6 +537,7 @@ func (s *Store) writeLocked(what string, needSpace int64, fn func(txn *badger.Tx
 	if after != nil {
 		after()
 	}
+	s.writeSucceeded()
 	if s.seq != prev {
 		s.committed.Store(s.seq)
 		if s.opts.Sync == SyncAlways {
@@ -600,11 +607,7 @@ func (s *Store) recover() error {
 func (s *Store) noteErr(what string, err error) {
 	s.lastErr = fmt.Sprintf("%s: %v", what, err)
 	s.lastErrAt = time.Now()
-	if errors.Is(err, ErrFull) {
-		s.log.Warn("refused", "what", what, "err", err)
-		return
-	}
-	s.log.Error("store write failed", "what", what, "err", err)
+	s.logFailure(what, err) // failurelog.go: once per episode
 }
 
 // every runs fn every d until ctx ends.

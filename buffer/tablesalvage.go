@@ -36,12 +36,20 @@ type recovered struct {
 // failed: when its index is intact (the damage is in data blocks), every
 // block is read on its own, with its checksum verified, so only the records
 // of the damaged blocks are lost. Values in the value log are read from the
-// store's .vlog files in dir (checksum verified). Tables whose index is
-// gone (truncated, garbled at the end) and encrypted tables give nothing.
+// store's .vlog files in dir (checksum verified). A table whose index is
+// gone (truncated, garbled at the end) is read from its start, block by
+// block (salvageblocks.go); an encrypted one gives nothing.
 // It returns the newest version of each key it read and what it could not
 // read.
 func salvageTable(dir, path string, tm badger.TableManifest) (out map[string]recovered, lost []string) {
 	out = map[string]recovered{}
+	// Whatever Badger's table code does with a damaged table, it is one
+	// table: reported, never a panic of check or salvage.
+	defer func() {
+		if r := recover(); r != nil {
+			lost = append(lost, fmt.Sprintf("%s: unreadable (Badger panicked: %s)", filepath.Base(path), firstLine(fmt.Sprint(r))))
+		}
+	}()
 	opts := table.Options{ReadOnly: true, ChkMode: options.OnBlockRead, BlockSize: 4 << 10,
 		BloomFalsePositive: 0.01, Compression: tm.Compression}
 	if tm.KeyID != 0 {
@@ -62,7 +70,7 @@ func salvageTable(dir, path string, tm badger.TableManifest) (out map[string]rec
 		t, err = table.OpenTable(mf, opts)
 	}()
 	if err != nil {
-		return out, []string{filepath.Base(path) + ": " + firstLine(err.Error()) + ": no record of this table can be located"}
+		return out, salvageWithoutIndex(dir, path, tm.Compression, firstLine(err.Error()), out)
 	}
 	bases := t.KeySplits(math.MaxInt32, nil)
 	for i, base := range bases {
@@ -71,20 +79,7 @@ func salvageTable(dir, path string, tm badger.TableManifest) (out map[string]rec
 			next = []byte(bases[i+1])
 		}
 		n, err := readBlock(t, []byte(base), next, func(k []byte, vs y.ValueStruct) {
-			uk := string(y.ParseKey(k))
-			ver := y.ParseTs(k)
-			if prev, ok := out[uk]; ok && prev.version >= ver {
-				return
-			}
-			r := recovered{version: ver, deleted: vs.Meta&metaDelete != 0}
-			switch {
-			case r.deleted:
-			case vs.Meta&metaValuePointer != 0:
-				r.value, r.err = readVlog(dir, vs.Value)
-			default:
-				r.value = append([]byte(nil), vs.Value...)
-			}
-			out[uk] = r
+			keepRecovered(dir, out, k, vs)
 		})
 		if err != nil {
 			lost = append(lost, fmt.Sprintf("%s: block %d of %d (from key %q): %v; %d records before the damage read",

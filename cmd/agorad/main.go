@@ -26,6 +26,11 @@ const (
 	exitUsage     = 2 // usage or configuration error
 	exitUndrained = 3 // run with a file input: processed, but the outbox was not drained in time (entries stay stored)
 	exitStore     = 4 // the store was refused: damaged, rolled back, replaced, or its encryption key wrong or missing
+	// exitStoreFailed: the store could not be closed cleanly on the way
+	// out (its directory gone, read-only, too full for Badger's memtable
+	// flush, or its close overran the stop limit); what it accepted is in
+	// its tables and write-ahead log, as the log line says.
+	exitStoreFailed = 5
 	// exitStorageReplaced: the state directory was replaced while running
 	// (another file system, or the card again, mounted in its place); a
 	// restart opens what is there now through the open-time checks.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agora/agorad/buffer"
 	"github.com/agora/agorad/cmd/agorad/internal/daemon"
 )
 
@@ -53,6 +54,8 @@ func TestRunExitCode(t *testing.T) {
 		{fmt.Errorf("start: %w", &daemon.ConfigError{Err: errors.New("wake rules: empty")}), exitUsage},
 		{daemon.ErrUndrained, exitUndrained},
 		{fmt.Errorf("microphone: %w", errors.New("no such device")), exitFailed},
+		{fmt.Errorf("%w: state dir gone", buffer.ErrCloseFailed), exitStoreFailed},
+		{errors.Join(daemon.ErrUndrained, fmt.Errorf("%w: read-only", buffer.ErrCloseFailed)), exitStoreFailed},
 	}
 	for _, tt := range tests {
 		if got := runExitCode(tt.err); got != tt.want {

@@ -114,12 +114,14 @@ func runExitCode(err error) int {
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.Is(err, daemon.ErrStorageReplaced): // the restart it asks for opens the new directory
+		return exitStorageReplaced
+	case errors.Is(err, buffer.ErrCloseFailed): // before the rest: it joins how the run ended
+		return exitStoreFailed
 	case errors.As(err, &cfgErr):
 		return exitUsage
 	case errors.Is(err, daemon.ErrUndrained):
 		return exitUndrained
-	case errors.Is(err, daemon.ErrStorageReplaced):
-		return exitStorageReplaced
 	case errors.Is(err, buffer.ErrDamaged), errors.Is(err, buffer.ErrRolledBack), errors.Is(err, buffer.ErrKey):
 		return exitStore
 	default:

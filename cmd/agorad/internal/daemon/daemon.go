@@ -38,7 +38,8 @@ type Daemon struct {
 
 	netChanged chan struct{} // network.go: link/address/route changes, to the uplink
 
-	abandoned bool // a stop overran its grace: close nothing under running goroutines
+	abandoned bool      // a stop overran its grace: close nothing under running goroutines
+	stopBegan time.Time // when the stop began (stoplimits.go)
 }
 
 // core is what the daemon's parts share. newDaemon fills it in before
@@ -63,12 +64,14 @@ type core struct {
 // Run starts the daemon and blocks until ctx ends (or, with a file input,
 // until the file is processed and the outbox drained). The error says why it
 // stopped: a *ConfigError, ErrUndrained, or anything else that failed.
-func Run(ctx context.Context, o Options) error {
+func Run(ctx context.Context, o Options) (err error) {
 	d, err := newDaemon(o)
 	if err != nil {
 		return fmt.Errorf("start: %w", err)
 	}
-	defer d.close()
+	// A store that could not be closed cleanly (buffer.ErrCloseFailed) is
+	// part of how the daemon stopped.
+	defer func() { err = errors.Join(err, d.close()) }()
 	return d.run(ctx)
 }
 
@@ -156,9 +159,9 @@ func newDaemon(o Options) (*Daemon, error) {
 	return d, nil
 }
 
-func (d *Daemon) close() {
+func (d *Daemon) close() error {
 	if d.abandoned {
-		return // goroutines may still use whisper and the store
+		return nil // goroutines may still use whisper and the store
 	}
 	if d.speech != nil {
 		d.speech.close()
@@ -172,11 +175,14 @@ func (d *Daemon) close() {
 	}
 	if why := d.status.storageLeaveUnclosed(); why != "" {
 		d.log.Error("store left unclosed: its directory is no longer where it was; what it acknowledged is in its write-ahead log, replayed at the next start there", "why", why)
-	} else if d.store != nil {
-		if err := d.store.Close(); err != nil {
-			d.log.Error("close store", "err", err)
-		}
+		return fmt.Errorf("%w: left unclosed: %s", buffer.ErrCloseFailed, why)
 	}
+	if d.store != nil {
+		// Bounded: Badger's close blocks for good on a failed disk; the
+		// store logs what it left where.
+		return d.store.CloseWithin(storeCloseLimit(d.stopBegan))
+	}
+	return nil
 }
 
 func (d *Daemon) run(ctx context.Context) error {
@@ -298,6 +304,7 @@ func (d *Daemon) run(ctx context.Context) error {
 	}
 
 	_ = sdnotify.Stopping()
+	d.stopBegan = time.Now()
 	d.log.Info("stopping: finishing the current utterance")
 	stopSpeech()
 	stopped, err := waitWithin(sp.Wait, StopLimit)
@@ -315,7 +322,16 @@ func (d *Daemon) run(ctx context.Context) error {
 	}
 	// Last status says offline; the uplink publishes it on a clean disconnect.
 	stopServices()
-	if err := svc.Wait(); err != nil && !errors.Is(err, context.Canceled) && runErr == nil {
+	stopped, err = waitWithin(svc.Wait, ServicesStopLimit)
+	if !stopped {
+		// A service stuck in a store call on a failed disk: the store's
+		// bounded close says what it holds.
+		d.log.Error("services did not stop within their limit", "limit", ServicesStopLimit)
+		if runErr == nil {
+			runErr = errors.New("services did not stop within their limit")
+		}
+	}
+	if err != nil && !errors.Is(err, context.Canceled) && runErr == nil {
 		runErr = err
 	}
 	if runErr == nil && undrained {
