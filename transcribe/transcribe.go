@@ -272,6 +272,13 @@ func (t *Transcriber) Close() error {
 // is not sent to whisper; likely hallucinations come back with empty Text
 // and Rejected set. A cancelled ctx aborts a running whisper call.
 func (t *Transcriber) Transcribe(ctx context.Context, samples []float32) (Result, error) {
+	return t.transcribe(ctx, samples, nil)
+}
+
+// transcribe is Transcribe; after, when not nil, runs on the result while
+// the whisper context that made it is still held (its encoder output still
+// in its state), and its error is the call's.
+func (t *Transcriber) transcribe(ctx context.Context, samples []float32, after func(*wctx, Result) error) (Result, error) {
 	res := Result{AudioDuration: time.Duration(len(samples)) * time.Second / sampleRate, Lang: t.lang}
 	if t.lang == "auto" {
 		res.Lang = ""
@@ -333,6 +340,11 @@ func (t *Transcriber) Transcribe(ctx context.Context, samples []float32) (Result
 	if why := guard(res.Text, res.Confidence, res.AudioDuration); why != "" {
 		t.log.Debug("transcript rejected", "text", res.Text, "reason", why)
 		res.Text, res.Rejected, res.Words = "", why, nil
+	}
+	if after != nil && len(segs) > 0 {
+		if err := after(w, res); err != nil {
+			return res, fmt.Errorf("transcribe %s of audio: %w", res.AudioDuration, err)
+		}
 	}
 	return res, nil
 }
