@@ -3,6 +3,7 @@ package netwatch
 import (
 	"context"
 	"encoding/binary"
+	"errors"
 	"runtime"
 	"testing"
 	"time"
@@ -73,6 +74,12 @@ func TestLinkUpReported(t *testing.T) {
 	go func() { done <- o.w.Run(ctx, changed) }()
 	if err := <-up; err != nil {
 		cancel()
+		<-done
+		if errors.Is(err, unix.EPERM) {
+			// A container (systemd-nspawn without CAP_NET_ADMIN) lets us
+			// make a namespace but not change a link in it.
+			t.Skipf("bring lo up in our own network namespace: %v (no CAP_NET_ADMIN here)", err)
+		}
 		t.Fatalf("bring lo up: %v", err)
 	}
 	select {
