@@ -2,6 +2,7 @@ package fsfault
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,6 +30,11 @@ func MountExt4(t testing.TB, sizeMiB int) *Ext4 {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root: losetup and mount of an ext4 image")
 	}
+	for _, tool := range []string{"losetup", "mkfs.ext4", "mount", "umount", "e2fsck"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("needs %s: %v", tool, err)
+		}
+	}
 	base := t.TempDir()
 	e := &Ext4{Img: filepath.Join(base, "fs.img"), Dir: filepath.Join(base, "mnt")}
 	if err := os.Mkdir(e.Dir, 0o700); err != nil {
@@ -53,16 +59,24 @@ func MountExt4(t testing.TB, sizeMiB int) *Ext4 {
 	return e
 }
 
+// TriggerError runs ext4's error path (as a detected corruption would):
+// with errors=remount-ro the kernel remounts the file system read-only. It
+// does not wait for that: RemountReadOnly does.
+func (e *Ext4) TriggerError(t testing.TB) {
+	t.Helper()
+	trigger := filepath.Join("/sys/fs/ext4", filepath.Base(e.Loop), "trigger_fs_error")
+	if err := os.WriteFile(trigger, []byte("1"), 0o200); err != nil {
+		t.Skipf("cannot trigger an ext4 error (%s): %v", trigger, err)
+	}
+}
+
 // RemountReadOnly makes the kernel's ext4 error path remount the file
 // system read-only, as a worn SD card does, and waits until a create fails
 // with EROFS. (The kernel here marks the mount emergency_ro, which statfs
 // does not report as read-only.)
 func (e *Ext4) RemountReadOnly(t testing.TB) {
 	t.Helper()
-	trigger := filepath.Join("/sys/fs/ext4", filepath.Base(e.Loop), "trigger_fs_error")
-	if err := os.WriteFile(trigger, []byte("1"), 0o200); err != nil {
-		t.Skipf("cannot trigger an ext4 error (%s): %v", trigger, err)
-	}
+	e.TriggerError(t)
 	probe := filepath.Join(e.Dir, ".fsfault-probe")
 	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		f, err := os.Create(probe)
@@ -79,6 +93,41 @@ func (e *Ext4) RemountReadOnly(t testing.TB) {
 	}
 }
 
+// Repair is the way back from ext4's emergency read-only state measured on
+// this kernel (a remount rw keeps it read-only): unmount, e2fsck, mount. The
+// unmount fails while a process holds files on it.
+func (e *Ext4) Repair() error {
+	if out, err := run("umount", e.Dir); err != nil {
+		return fmt.Errorf("umount: %v: %s", err, out)
+	}
+	if out, err := e2fsck(e.Loop); err != nil {
+		return fmt.Errorf("e2fsck: %v: %s", err, out)
+	}
+	if out, err := run("mount", "-t", "ext4", "-o", "errors=remount-ro", e.Loop, e.Dir); err != nil {
+		return fmt.Errorf("mount: %v: %s", err, out)
+	}
+	return nil
+}
+
+// e2fsck repairs dev; its exit 1 (something was fixed: the point) is no error.
+func e2fsck(dev string) (string, error) {
+	out, err := run("e2fsck", "-fy", dev)
+	var ee *exec.ExitError
+	if errors.As(err, &ee) && ee.ExitCode() == 1 {
+		err = nil
+	}
+	return out, err
+}
+
+// Fill fills the file system with a file in it and returns the file's path
+// (remove it to give the space back).
+func (e *Ext4) Fill(t testing.TB) string {
+	t.Helper()
+	p := filepath.Join(e.Dir, "filler")
+	Fill(t, p)
+	return p
+}
+
 // CrashCopy copies the image as the device holds it now (what a pulled
 // card holds), repairs the copy with e2fsck and mounts it read-write on a
 // loop device of its own, returning its mount point: what the next start
@@ -89,12 +138,8 @@ func (e *Ext4) CrashCopy(t testing.TB) string {
 	if out, err := run("cp", "--sparse=always", e.Img, img); err != nil {
 		t.Fatalf("copy image: %v: %s", err, out)
 	}
-	// e2fsck exits 1 when it fixed something: that is the point.
-	if out, err := run("e2fsck", "-fy", img); err != nil {
-		var ee *exec.ExitError
-		if !errors.As(err, &ee) || ee.ExitCode() > 1 {
-			t.Fatalf("e2fsck: %v: %s", err, out)
-		}
+	if out, err := e2fsck(img); err != nil {
+		t.Fatalf("e2fsck: %v: %s", err, out)
 	}
 	if err := os.Mkdir(mnt, 0o700); err != nil {
 		t.Fatal(err)
@@ -137,4 +182,5 @@ func Fill(t testing.TB, path string) {
 			n /= 2 // the last partial megabyte
 		}
 	}
+	_ = f.Sync()
 }

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/agora/agorad/buffer/fsfault"
 	"github.com/agora/agorad/buffer/health"
-	"github.com/agora/agorad/buffer/health/healthtest"
 )
 
 func TestClassify(t *testing.T) {
@@ -143,24 +143,24 @@ func TestMonitorEpisode(t *testing.T) {
 func TestProbeExt4(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		fault func(fs *healthtest.Ext4, store, ident string) (undo func() error)
+		fault func(fs *fsfault.Ext4, store, ident string) (undo func() error)
 		kind  health.Kind
 	}{
-		{"ext4 error remounts read-only", func(fs *healthtest.Ext4, _, _ string) func() error {
-			fs.TriggerError()
+		{"ext4 error remounts read-only", func(fs *fsfault.Ext4, _, _ string) func() error {
+			fs.TriggerError(t)
 			return fs.Repair
 		}, health.ReadOnly},
-		{"filesystem full", func(fs *healthtest.Ext4, _, _ string) func() error {
-			p := fs.Fill()
+		{"filesystem full", func(fs *fsfault.Ext4, _, _ string) func() error {
+			p := fs.Fill(t)
 			return func() error { return os.Remove(p) }
 		}, health.Full},
-		{"directory removed", func(_ *healthtest.Ext4, store, _ string) func() error {
+		{"directory removed", func(_ *fsfault.Ext4, store, _ string) func() error {
 			if err := os.RemoveAll(store); err != nil {
 				t.Fatal(err)
 			}
 			return nil
 		}, health.Gone},
-		{"identity file removed", func(_ *healthtest.Ext4, _, ident string) func() error {
+		{"identity file removed", func(_ *fsfault.Ext4, _, ident string) func() error {
 			b, err := os.ReadFile(ident)
 			if err != nil {
 				t.Fatal(err)
@@ -170,7 +170,7 @@ func TestProbeExt4(t *testing.T) {
 			}
 			return func() error { return os.WriteFile(ident, b, 0o600) }
 		}, health.Gone},
-		{"another filesystem mounted in its place", func(fs *healthtest.Ext4, store, _ string) func() error {
+		{"another filesystem mounted in its place", func(fs *fsfault.Ext4, store, _ string) func() error {
 			// As when the card's mount went away and the directory under
 			// it was recreated: same path, another device and inode.
 			if err := os.Rename(store, store+".old"); err != nil {
@@ -183,8 +183,8 @@ func TestProbeExt4(t *testing.T) {
 		}, health.Replaced},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fs := healthtest.NewExt4(t, "32M")
-			store, ident := newDirs(t, fs.Mnt)
+			fs := fsfault.MountExt4(t, 32)
+			store, ident := newDirs(t, fs.Dir)
 			m, err := health.New(health.Options{Dir: store, Identity: ident, Interval: time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
@@ -252,15 +252,15 @@ func TestProbeTimeout(t *testing.T) {
 // file is written once per WriteEvery, and a read-only file system is
 // still seen at the next probe.
 func TestProbeWritesEveryWriteEvery(t *testing.T) {
-	fs := healthtest.NewExt4(t, "32M")
-	store, ident := newDirs(t, fs.Mnt)
+	fs := fsfault.MountExt4(t, 32)
+	store, ident := newDirs(t, fs.Dir)
 	now := time.Date(2026, 1, 2, 10, 0, 0, 0, time.UTC)
 	m, err := health.New(health.Options{Dir: store, Identity: ident, Interval: time.Millisecond, WriteEvery: time.Minute,
 		Now: func() time.Time { return now }})
 	if err != nil {
 		t.Fatal(err)
 	}
-	probe := filepath.Join(fs.Mnt, "state", health.ProbeName)
+	probe := filepath.Join(fs.Dir, "state", health.ProbeName)
 	ctx := context.Background()
 	mtimes := func() time.Time {
 		fi, err := os.Stat(probe)
@@ -286,7 +286,7 @@ func TestProbeWritesEveryWriteEvery(t *testing.T) {
 		t.Errorf("the probe file was not written after WriteEvery")
 	}
 	now = now.Add(time.Second) // within WriteEvery: an open-only probe
-	fs.TriggerError()
+	fs.TriggerError(t)
 	m.Step(ctx)
 	if st := m.State(); st.Phase != health.Failed || st.Kind != health.ReadOnly {
 		t.Fatalf("read-only seen by an open-only probe: %+v", st)

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/agora/agorad/buffer"
-	"github.com/agora/agorad/buffer/health/healthtest"
+	"github.com/agora/agorad/buffer/fsfault"
 	"github.com/agora/agorad/configs/configtest"
 	"github.com/agora/agorad/sync/brokertest"
 )
@@ -17,23 +17,23 @@ import (
 func TestDoctorStorage(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
-		fault   func(fs *healthtest.Ext4)
+		fault   func(fs *fsfault.Ext4)
 		status  string
 		detail  string // the detail contains it
 		fix     string // the fix contains it
 		doctorE bool   // also run the whole doctor: storage is its only failed check
 	}{
-		{"healthy", func(*healthtest.Ext4) {}, "ok", "is writable", "", false},
-		{"read-only after an ext4 error", func(fs *healthtest.Ext4) { fs.TriggerError() }, "fail",
+		{"healthy", func(*fsfault.Ext4) {}, "ok", "is writable", "", false},
+		{"read-only after an ext4 error", func(fs *fsfault.Ext4) { fs.TriggerError(t) }, "fail",
 			"is read-only (EROFS since 10:02:11)", "e2fsck", true},
-		{"full", func(fs *healthtest.Ext4) { fs.Fill() }, "fail", "is full (ENOSPC since 10:02:11)", "free space", false},
+		{"full", func(fs *fsfault.Ext4) { fs.Fill(t) }, "fail", "is full (ENOSPC since 10:02:11)", "free space", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fs := healthtest.NewExt4(t, "128M")
+			fs := fsfault.MountExt4(t, 128)
 			broker := brokertest.Start(t)
 			cfg := configtest.Daemon(t, "dev-doctor-storage", broker.URL())
 			cfg.Replies.Enabled = false
-			cfg.StateDir = filepath.Join(fs.Mnt, "state")
+			cfg.StateDir = filepath.Join(fs.Dir, "state")
 			s, err := buffer.Open(filepath.Join(cfg.StateDir, "store"), buffer.Options{})
 			if err != nil {
 				t.Fatal(err)

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/agora/agorad/buffer/health/healthtest"
+	"github.com/agora/agorad/buffer/fsfault"
 	"github.com/agora/agorad/cmd/internal/control"
 	"github.com/agora/agorad/sync/brokertest"
 	"github.com/agora/agorad/sync/protocol"
@@ -151,7 +151,7 @@ func TestRunStorageFaults(t *testing.T) {
 		t.Skip("end-to-end: loop-mounted ext4, agorad and agoractl builds, mosquitto")
 	}
 	type row struct {
-		fault func(t *testing.T, fs *healthtest.Ext4, state string) (undo func(t *testing.T))
+		fault func(t *testing.T, fs *fsfault.Ext4, state string) (undo func(t *testing.T))
 		kind  string // what is detected first
 		// inPlace: the daemon recovers without a restart once undo ran;
 		// exits: the daemon exits by itself with this code after undo.
@@ -162,25 +162,25 @@ func TestRunStorageFaults(t *testing.T) {
 		name string
 		row
 	}{
-		{"ext4 error: remounted read-only", row{func(t *testing.T, fs *healthtest.Ext4, _ string) func(*testing.T) {
-			fs.TriggerError()
+		{"ext4 error: remounted read-only", row{func(t *testing.T, fs *fsfault.Ext4, _ string) func(*testing.T) {
+			fs.TriggerError(t)
 			return nil // the way back needs the daemon's files closed: stop, e2fsck, mount, start
 		}, "read_only", false, 0}},
-		{"filesystem filled", row{func(t *testing.T, fs *healthtest.Ext4, _ string) func(*testing.T) {
-			p := fs.Fill()
+		{"filesystem filled", row{func(t *testing.T, fs *fsfault.Ext4, _ string) func(*testing.T) {
+			p := fs.Fill(t)
 			return func(t *testing.T) {
 				if err := os.Remove(p); err != nil {
 					t.Fatal(err)
 				}
 			}
 		}, "full", true, 0}},
-		{"state directory removed", row{func(t *testing.T, _ *healthtest.Ext4, state string) func(*testing.T) {
+		{"state directory removed", row{func(t *testing.T, _ *fsfault.Ext4, state string) func(*testing.T) {
 			if err := os.RemoveAll(filepath.Join(state, "store")); err != nil {
 				t.Fatal(err)
 			}
 			return nil
 		}, "gone", false, 0}},
-		{"another filesystem mounted in its place", row{func(t *testing.T, _ *healthtest.Ext4, state string) func(*testing.T) {
+		{"another filesystem mounted in its place", row{func(t *testing.T, _ *fsfault.Ext4, state string) func(*testing.T) {
 			// The card's mount replaced by another file system (a tmpfs):
 			// the store is gone; then a store directory appears on it (the
 			// card mounted again), which is another directory: replaced.
@@ -196,12 +196,12 @@ func TestRunStorageFaults(t *testing.T) {
 		}, "gone", false, exitStorageReplaced}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			fs := healthtest.NewExt4(t, "256M")
+			fs := fsfault.MountExt4(t, 256)
 			broker := brokertest.Start(t)
 			sub := broker.Subscribe(t, "agora/v1/inspector-7/+")
 			cfg := baseConfig(t, broker.URL())
 			cfg.Mode = "feedback"
-			cfg.StateDir = filepath.Join(fs.Mnt, "state")
+			cfg.StateDir = filepath.Join(fs.Dir, "state")
 			cfg.Metrics.Listen = freeLoopback(t)
 			cfgPath := writeConfig(t, cfg)
 			p := startProc(t, cfgPath, cfg.Control.Socket)
@@ -419,12 +419,12 @@ func TestRunStorageReadOnlyListenMode(t *testing.T) {
 	if testing.Short() {
 		t.Skip("end-to-end: loop-mounted ext4, agorad and agoractl builds, mosquitto")
 	}
-	fs := healthtest.NewExt4(t, "256M")
+	fs := fsfault.MountExt4(t, 256)
 	broker := brokertest.Start(t)
 	sub := broker.Subscribe(t, "agora/v1/inspector-7/+")
 	cfg := baseConfig(t, broker.URL())
 	cfg.Mode = "listen"
-	cfg.StateDir = filepath.Join(fs.Mnt, "state")
+	cfg.StateDir = filepath.Join(fs.Dir, "state")
 	cfgPath := writeConfig(t, cfg)
 	p := startProc(t, cfgPath, cfg.Control.Socket)
 	for _, s := range []string{"Scheur in de balk bij as drie.", "Roest aan de noordgevel."} {
@@ -432,7 +432,7 @@ func TestRunStorageReadOnlyListenMode(t *testing.T) {
 			t.Fatalf("say %q: exit %d: %s", s, code, out)
 		}
 	}
-	fs.TriggerError()
+	fs.TriggerError(t)
 	detected := waitUntil(t, "the failure in agoractl status", 10*time.Second, func() bool {
 		return strings.HasPrefix(status(t, p.socket).Storage, "failed (read_only")
 	})

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/agora/agorad/buffer"
-	"github.com/agora/agorad/buffer/health/healthtest"
+	"github.com/agora/agorad/buffer/fsfault"
 	"github.com/agora/agorad/cmd/agorad/internal/metrics"
 	"github.com/agora/agorad/wake"
 )
@@ -20,9 +20,9 @@ import (
 // written to the store in order, after the notes of before, once space is
 // back, before the storage is OK again. No link: nothing is sent unstored.
 func TestStorageHealthSpool(t *testing.T) {
-	fs := healthtest.NewExt4(t, "128M")
+	fs := fsfault.MountExt4(t, 128)
 	cfg := testConfig(t, "tcp://127.0.0.1:1")
-	cfg.StateDir = filepath.Join(fs.Mnt, "state")
+	cfg.StateDir = filepath.Join(fs.Dir, "state")
 	cfg.Storage.SpoolBytes = 3 * 320 // three short notes (id, text and 256 bytes each)
 	st, err := buffer.Open(filepath.Join(cfg.StateDir, "store"), buffer.Options{Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
@@ -50,7 +50,7 @@ func TestStorageHealthSpool(t *testing.T) {
 	if err := say("before the fault"); err != nil {
 		t.Fatal(err)
 	}
-	filler := fs.Fill()
+	filler := fs.Fill(t)
 	var refused []string
 	for _, s := range []string{"held one", "held two", "held three", "held four"} {
 		if err := say(s); err != nil {
