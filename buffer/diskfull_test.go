@@ -73,9 +73,25 @@ func TestDiskFull(t *testing.T) {
 		t.Fatalf("after %d appends: %v; want ErrDiskFull naming %s", len(acked), err, dir)
 	}
 	t.Logf("disk full after %d records: %v", len(acked), err)
-	// Other writes are refused the same way, reads keep working.
-	if _, err := s.JournalAudio(make([]float32, 16000), rec("").StartedAt); !errors.Is(err, ErrDiskFull) {
-		t.Fatalf("journal on a full disk: %v", err)
+	// Other writes are refused the same way, reads keep working. A
+	// compaction finishing meanwhile may free a little space (CI saw a
+	// journal write fit right after the refusal): writes fit until it is
+	// used up, then are refused, and what fitted is kept.
+	var journaled []string
+	for err = nil; err == nil && len(journaled) < 1000; {
+		var id string
+		if id, err = s.JournalAudio(make([]float32, 16000), rec("").StartedAt); err == nil {
+			journaled = append(journaled, id)
+		}
+	}
+	if !errors.Is(err, ErrDiskFull) {
+		t.Fatalf("journal on a full disk, after %d more fitted: %v", len(journaled), err)
+	}
+	if len(journaled) > 0 {
+		t.Logf("%d journal writes fitted in space a compaction freed", len(journaled))
+	}
+	if pending, err := s.PendingAudio(); err != nil || len(pending) != len(journaled) {
+		t.Fatalf("%d journaled audio readable (%v), %d acknowledged", len(pending), err, len(journaled))
 	}
 	checkListen(t, s, acked)
 	if st, _ := s.Stats(); !strings.Contains(st.LastError, "disk full") {

@@ -56,11 +56,11 @@ func (c *Client) settled(e buffer.Entry, now time.Time) bool {
 	if c.settleParked(e.ID, e.Seq, now) {
 		return false
 	}
-	if _, ok := c.early[e.ID]; ok {
+	if a, ok := c.early[e.ID]; ok {
 		// The backend's ack overtook the PUBACK (or came for a
 		// re-publication): done.
 		delete(c.early, e.ID)
-		if _, held := c.awaiting[e.ID]; !held {
+		if _, held := c.awaiting[e.ID]; !held && !a.counted {
 			c.confirmed.Add(1) // counted here: confirm saw it before its PUBACK
 		}
 		delete(c.awaiting, e.ID)
@@ -101,8 +101,8 @@ func (c *Client) releaseDue(now time.Time) {
 		}
 	}
 	c.expireParkedNotes(now)
-	for id, at := range c.early {
-		if now.Sub(at) > 10*c.opts.AckTimeout {
+	for id, a := range c.early {
+		if now.Sub(a.at) > 10*c.opts.AckTimeout {
 			delete(c.early, id) // an ack for an entry this process never sent
 		}
 	}
@@ -188,15 +188,17 @@ func (c *Client) confirm(ids []string) {
 		case ok:
 			del = append(del, id)
 			if h.released {
-				c.early[id] = now // being published again: its PUBACK may still come
+				// Being published again: its PUBACK may still come. It is
+				// counted below, not again at that PUBACK.
+				c.early[id] = earlyAck{at: now, counted: true}
 			}
 		case c.earlyParked[id].reason != "":
 			// Parked before its PUBACK: settled holds it as parked.
 		default:
 			// Its PUBACK may still come (an utterance under delivery:
 			// broker never waits for it: the note expires unused).
-			if len(c.early) < maxEarly {
-				c.early[id] = now
+			if _, seen := c.early[id]; !seen && len(c.early) < maxEarly {
+				c.early[id] = earlyAck{at: now}
 			}
 		}
 	}
@@ -216,6 +218,12 @@ func (c *Client) confirm(ids []string) {
 		delete(c.awaiting, id)
 	}
 	c.mu.Unlock()
+}
+
+// earlyAck is a backend ack for an entry not (or no longer) waiting for it.
+type earlyAck struct {
+	at      time.Time
+	counted bool // the entry was deleted and counted as confirmed already
 }
 
 // maxEarly bounds the acks remembered for entries not yet PUBACKed.

@@ -144,8 +144,8 @@ type Client struct {
 	commands      *inbox
 
 	mu       sync.Mutex
-	awaiting map[string]*held     // PUBACKed entries waiting for the backend's ack
-	early    map[string]time.Time // acks for entries not (yet) waiting
+	awaiting map[string]*held    // PUBACKed entries waiting for the backend's ack
+	early    map[string]earlyAck // acks for entries not (yet) waiting
 	// earlyParked: parked commands for ids not (yet) held (parked.go).
 	earlyParked map[string]parkedNote
 	stopped     <-chan struct{} // ctx.Done() of Run: unblocks paho callbacks at shutdown
@@ -212,7 +212,7 @@ func New(opts Options, outbox Outbox, handler CommandHandler) (*Client, error) {
 		statusReq:     make(chan struct{}, 1),
 		commands:      newInbox(),
 		awaiting:      map[string]*held{},
-		early:         map[string]time.Time{},
+		early:         map[string]earlyAck{},
 		rejectLog:     limiter{every: 10 * time.Second, burst: 5},
 	}
 	if secure || opts.CAFile != "" || opts.CertFile != "" {
