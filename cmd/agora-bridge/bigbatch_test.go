@@ -1,14 +1,9 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -17,7 +12,6 @@ import (
 
 	"github.com/agora/agorad/buffer"
 	"github.com/agora/agorad/sync/agui/aguitest"
-	"github.com/agora/agorad/sync/bridge/fleetsim"
 	"github.com/agora/agorad/sync/brokertest"
 	"github.com/agora/agorad/sync/protocol"
 	"github.com/agora/agorad/sync/uplink"
@@ -30,38 +24,17 @@ import (
 // one batch run, under both delivery modes; the device's outbox empties.
 // AGORA_BIG_BATCH_NOTES sets the size (default 10,000, issue 27's; about 7 s).
 func TestEndToEndBigBatchBridgeKill9(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: mosquitto, agora-bridge, the reference graph (Python)")
-	}
-	root := repoRoot(t)
-	if _, err := os.Stat(filepath.Join(root, "refgraph")); err != nil {
-		t.Skip("no refgraph/")
-	}
 	n := envInt("AGORA_BIG_BATCH_NOTES", 10000)
-	g, err := fleetsim.StartRefGraph(t.Context(), root, "REFGRAPH_DB="+filepath.Join(t.TempDir(), "cp.sqlite"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Stop()
+	g := e2eGraph(t)
 	note := func(i int) string {
 		return fmt.Sprintf("Notitie %05d: scheur in de las bij spant vier, noordkolom, tweede verdieping.", i)
 	}
 	for _, delivery := range []string{uplink.DeliveryBroker, uplink.DeliveryBackend} {
 		t.Run(delivery, func(t *testing.T) {
 			broker := brokertest.Start(t)
-			stateDir := t.TempDir()
-			br := fleetsim.NewProc("bridge", "", nil, binPath, "run", "--broker", broker.URL(), "--agui-url", g.URL(),
-				"--state-dir", stateDir, "--log-level", "debug")
-			if err := br.Start(); err != nil {
-				t.Fatal(err)
-			}
-			defer br.Stop()
+			br, stateDir := e2eBridge(t, broker.URL(), g.URL())
 			deviceID := "big-" + delivery
-			st, err := buffer.Open(t.TempDir(), buffer.Options{Sync: buffer.SyncNone, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer st.Close()
+			st := e2eStore(t)
 			for i := range n {
 				if _, err := st.AppendListen(buffer.Record{Text: note(i), Lang: "nl", StartedAt: time.Now(), DurationMS: 1500, Source: "typed"}); err != nil {
 					t.Fatal(err)
@@ -71,26 +44,11 @@ func TestEndToEndBigBatchBridgeKill9(t *testing.T) {
 			if err != nil || flushed != n {
 				t.Fatalf("flush: %d notes, %v", flushed, err)
 			}
-			// Give the bridge its subscription before the device speaks.
-			deadline := time.Now().Add(15 * time.Second)
-			for !strings.Contains(br.Log(), "agora-bridge running") && time.Now().Before(deadline) {
-				time.Sleep(20 * time.Millisecond)
-			}
-			time.Sleep(300 * time.Millisecond)
-			up, err := uplink.New(uplink.Options{DeviceID: deviceID, BrokerURL: broker.URL(), BackoffMin: 20 * time.Millisecond,
-				BackoffMax: 500 * time.Millisecond, KeepAlive: 5 * time.Second, Delivery: delivery, AckTimeout: 5 * time.Second,
-				Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-				Status: func() protocol.Status { return protocol.Status{Mode: "listen", Version: "test"} }}, st, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			done := make(chan struct{})
-			go func() { defer close(done); _ = up.Run(ctx) }()
-			defer func() { cancel(); <-done }()
+			up := e2eUplink(t, uplink.Options{DeviceID: deviceID, BrokerURL: broker.URL(), Delivery: delivery, AckTimeout: 5 * time.Second,
+				Status: func() protocol.Status { return protocol.Status{Mode: "listen", Version: "test"} }}, st)
 
 			// Kill the bridge as soon as it has kept a part.
-			deadline = time.Now().Add(30 * time.Second)
+			deadline := time.Now().Add(30 * time.Second)
 			for !strings.Contains(br.Log(), "batch part kept") {
 				if time.Now().After(deadline) {
 					t.Fatalf("no batch part reached the bridge:\n%s", tail(br.Log(), 4000))
@@ -159,18 +117,7 @@ func TestDeadLettersWhileRunning(t *testing.T) {
 	broker := brokertest.Start(t)
 	agent := aguitest.Start()
 	defer agent.Close()
-	stateDir := t.TempDir()
-	br := fleetsim.NewProc("bridge", "", nil, binPath, "run", "--broker", broker.URL(), "--agui-url", agent.URL,
-		"--state-dir", stateDir, "--log-level", "debug")
-	if err := br.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer br.Stop()
-	deadline := time.Now().Add(15 * time.Second)
-	for !strings.Contains(br.Log(), "agora-bridge running") && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	time.Sleep(300 * time.Millisecond)
+	br, stateDir := e2eBridge(t, broker.URL(), agent.URL)
 	c := paho.NewClient(paho.NewClientOptions().AddBroker(broker.URL()).SetClientID("raw-dl"))
 	if tok := c.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
 		t.Fatalf("connect: %v", tok.Error())
@@ -190,7 +137,7 @@ func TestDeadLettersWhileRunning(t *testing.T) {
 		return string(out)
 	}
 	want := []string{"dl-1", "019c0000-0000-7000-8000-0000000000dl", fmt.Sprintf("%d bytes", len(payload)), "oversize"}
-	deadline = time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	var out string
 	for {
 		out = list()
@@ -223,32 +170,12 @@ func TestDeadLettersWhileRunning(t *testing.T) {
 // as numbered reply commands, each accepted by the device's own command
 // parser, which together are the graph's final_written.
 func TestEndToEndLongAnswer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: mosquitto, agora-bridge, the reference graph (Python)")
-	}
-	root := repoRoot(t)
-	if _, err := os.Stat(filepath.Join(root, "refgraph")); err != nil {
-		t.Skip("no refgraph/")
-	}
-	g, err := fleetsim.StartRefGraph(t.Context(), root, "REFGRAPH_DB="+filepath.Join(t.TempDir(), "cp.sqlite"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Stop()
+	g := e2eGraph(t)
 	broker := brokertest.Start(t)
 	cmds := broker.Subscribe(t, "agora/v1/+/commands")
-	br := fleetsim.NewProc("bridge", "", nil, binPath, "run", "--broker", broker.URL(), "--agui-url", g.URL(),
-		"--state-dir", t.TempDir(), "--log-level", "debug")
-	if err := br.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer br.Stop()
+	br, _ := e2eBridge(t, broker.URL(), g.URL())
 	const deviceID = "long-answer-1"
-	st, err := buffer.Open(t.TempDir(), buffer.Options{Sync: buffer.SyncNone, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := e2eStore(t)
 	for i := range 2700 {
 		if _, err := st.AppendListen(buffer.Record{Text: fmt.Sprintf("Notitie %04d: roest aan de noordgevel bij de tweede kolom, foto genomen.", i),
 			Lang: "nl", StartedAt: time.Now(), Source: "typed"}); err != nil {
@@ -262,22 +189,8 @@ func TestEndToEndLongAnswer(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(15 * time.Second)
-	for !strings.Contains(br.Log(), "agora-bridge running") && time.Now().Before(deadline) {
-		time.Sleep(20 * time.Millisecond)
-	}
-	time.Sleep(300 * time.Millisecond)
-	up, err := uplink.New(uplink.Options{DeviceID: deviceID, BrokerURL: broker.URL(), BackoffMin: 20 * time.Millisecond,
-		BackoffMax: 500 * time.Millisecond, KeepAlive: 5 * time.Second, Delivery: uplink.DeliveryBackend, AckTimeout: 30 * time.Second,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-		Status: func() protocol.Status { return protocol.Status{Mode: "feedback", Version: "test"} }}, st, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = up.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	up := e2eUplink(t, uplink.Options{DeviceID: deviceID, BrokerURL: broker.URL(), Delivery: uplink.DeliveryBackend, AckTimeout: 30 * time.Second,
+		Status: func() protocol.Status { return protocol.Status{Mode: "feedback", Version: "test"} }}, st)
 
 	isAck := func(m brokertest.Message) bool {
 		cmd, err := protocol.ParseCommand(deviceID, m.Payload)

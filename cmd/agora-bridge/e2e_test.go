@@ -1,21 +1,14 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
-	"github.com/agora/agorad/audio/testaudio"
 	"github.com/agora/agorad/configs"
-	"github.com/agora/agorad/sync/bridge/fleetsim"
 	"github.com/agora/agorad/sync/brokertest"
 	"github.com/agora/agorad/sync/protocol"
 )
@@ -35,71 +28,12 @@ func buildTool(t *testing.T, pkg string) string {
 // batch run whose notes reach the answer (and report_notes), and the question's one
 // reply names them; the device deletes the batch on the bridge's ack.
 func TestEndToEndAgoradBridgeRefgraph(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: agorad, mosquitto, the reference graph (Python)")
-	}
-	root := repoRoot(t)
-	if _, err := os.Stat(filepath.Join(root, "refgraph")); err != nil {
-		t.Skip("no refgraph/")
-	}
-	g, err := fleetsim.StartRefGraph(t.Context(), root, "REFGRAPH_DB="+filepath.Join(t.TempDir(), "cp.sqlite"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Stop()
+	g := e2eGraph(t)
 	broker := brokertest.Start(t)
 	cmds := broker.Subscribe(t, "agora/v1/+/commands")
-	agorad, agoractl := buildTool(t, "github.com/agora/agorad/cmd/agorad"), buildTool(t, "github.com/agora/agorad/cmd/agoractl")
-
-	stateDir := t.TempDir()
-	br := fleetsim.NewProc("bridge", "", nil, binPath, "run", "--broker", broker.URL(), "--agui-url", g.URL(),
-		"--state-dir", stateDir, "--log-level", "debug")
-	if err := br.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer br.Stop()
-
-	dir := t.TempDir()
-	cfg := configs.Default()
-	cfg.DeviceID = "inspector-7"
-	cfg.Mode = "listen"
-	cfg.StateDir = filepath.Join(dir, "state")
-	cfg.Control.Socket = filepath.Join(dir, "agorad.sock")
-	cfg.MQTT.Broker = broker.URL()
-	cfg.MQTT.BatchAckRequired = true
-	cfg.MQTT.ReconnectMin = configs.Duration(100 * time.Millisecond)
-	cfg.MQTT.ReconnectMax = configs.Duration(500 * time.Millisecond)
-	cfg.Input.Source = "none"
-	cfg.Sounds.Enabled = false
-	cfg.Metrics.Listen = ""
-	cfg.Models.VAD = testaudio.Model(t, "for-tests-silero-v6.2.0-ggml.bin")
-	cfg.Models.Whisper = testaudio.Model(t, "for-tests-ggml-tiny.bin")
-	yb, _ := yaml.Marshal(cfg)
-	cfgPath := filepath.Join(dir, "agorad.yaml")
-	os.WriteFile(cfgPath, yb, 0o600)
-	var dlog bytes.Buffer
-	d := exec.Command(agorad, "run", "-c", cfgPath)
-	d.Stdout, d.Stderr = &dlog, &dlog
-	if err := d.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { d.Process.Signal(syscall.SIGTERM); d.Wait() }()
-	ctl := func(args ...string) string {
-		t.Helper()
-		var out []byte
-		var err error
-		for i := 0; i < 600; i++ { // until the control socket answers (the model loads first)
-			out, err = exec.Command(agoractl, append([]string{"--socket", cfg.Control.Socket}, args...)...).CombinedOutput()
-			if err == nil || !strings.Contains(string(out), "not running") && !strings.Contains(string(out), "connect") {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		if err != nil {
-			t.Fatalf("agoractl %v: %v: %s\nagorad log:\n%s", args, err, out, dlog.String())
-		}
-		return string(out)
-	}
+	br, stateDir := e2eBridge(t, broker.URL(), g.URL())
+	dev := e2eAgorad(t, broker.URL(), "inspector-7", func(c *configs.Config) { c.MQTT.BatchAckRequired = true })
+	ctl := dev.Ctl
 	notes := []string{"Scheur in de balk bij as drie.", "Roest aan de noordgevel.", "Vochtplek in het plafond."}
 	for _, n := range notes {
 		ctl("say", n)
@@ -127,7 +61,7 @@ func TestEndToEndAgoradBridgeRefgraph(t *testing.T) {
 		return len(replies) >= 2 && len(acked) >= 3
 	})
 	if !ok {
-		t.Fatalf("replies %+v, acked %v\nbridge log:\n%s\nagorad log:\n%s", replies, acked, br.Log(), dlog.String())
+		t.Fatalf("replies %+v, acked %v\nbridge log:\n%s\nagorad log:\n%s", replies, acked, br.Log(), dev.Log())
 	}
 	if len(replies) != 2 {
 		t.Fatalf("%d replies, want 2 (none for the batch): %+v", len(replies), replies)

@@ -1,23 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"gopkg.in/yaml.v3"
-
-	"github.com/agora/agorad/audio/testaudio"
 	"github.com/agora/agorad/configs"
-	"github.com/agora/agorad/sync/bridge/fleetsim"
 	"github.com/agora/agorad/sync/brokertest"
 )
 
@@ -29,70 +21,15 @@ import (
 // says so in agoractl status, /metrics, /healthz's problems and agorad
 // doctor; the next batch goes on and is deleted on the bridge's ack.
 func TestEndToEndParkedBatchKeptOnDevice(t *testing.T) {
-	if testing.Short() {
-		t.Skip("end-to-end: agorad, mosquitto, the reference graph (Python)")
-	}
-	root := repoRoot(t)
-	if _, err := os.Stat(filepath.Join(root, "refgraph")); err != nil {
-		t.Skip("no refgraph/")
-	}
-	g, err := fleetsim.StartRefGraph(t.Context(), root, "REFGRAPH_DB="+filepath.Join(t.TempDir(), "cp.sqlite"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer g.Stop()
+	g := e2eGraph(t)
 	broker := brokertest.Start(t)
-	agorad, agoractl := buildTool(t, "github.com/agora/agorad/cmd/agorad"), buildTool(t, "github.com/agora/agorad/cmd/agoractl")
-	stateDir := t.TempDir()
-	br := fleetsim.NewProc("bridge", "", nil, binPath, "run", "--broker", broker.URL(), "--agui-url", g.URL(),
-		"--state-dir", stateDir, "--log-level", "debug")
-	if err := br.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer br.Stop()
-
-	dir := t.TempDir()
-	cfg := configs.Default()
-	cfg.DeviceID = "inspector-park"
-	cfg.Mode = "listen"
-	cfg.StateDir = filepath.Join(dir, "state")
-	cfg.Control.Socket = filepath.Join(dir, "agorad.sock")
-	cfg.MQTT.Broker = broker.URL()
-	cfg.MQTT.Delivery = "broker"
-	cfg.MQTT.ReconnectMin = configs.Duration(100 * time.Millisecond)
-	cfg.MQTT.ReconnectMax = configs.Duration(500 * time.Millisecond)
-	cfg.Input.Source = "none"
-	cfg.Sounds.Enabled = false
+	br, stateDir := e2eBridge(t, broker.URL(), g.URL())
 	metricsAddr := freeAddr(t)
-	cfg.Metrics.Listen = metricsAddr
-	cfg.Models.VAD = testaudio.Model(t, "for-tests-silero-v6.2.0-ggml.bin")
-	cfg.Models.Whisper = testaudio.Model(t, "for-tests-ggml-tiny.bin")
-	yb, _ := yaml.Marshal(cfg)
-	cfgPath := filepath.Join(dir, "agorad.yaml")
-	os.WriteFile(cfgPath, yb, 0o600)
-	var dlog bytes.Buffer
-	d := exec.Command(agorad, "run", "-c", cfgPath)
-	d.Stdout, d.Stderr = &dlog, &dlog
-	if err := d.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { d.Process.Signal(syscall.SIGTERM); d.Wait() }()
-	ctl := func(args ...string) string {
-		t.Helper()
-		var out []byte
-		var err error
-		for range 600 { // until the control socket answers (the model loads first)
-			out, err = exec.Command(agoractl, append([]string{"--socket", cfg.Control.Socket}, args...)...).CombinedOutput()
-			if err == nil || !strings.Contains(string(out), "not running") && !strings.Contains(string(out), "connect") {
-				break
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
-		if err != nil {
-			t.Fatalf("agoractl %v: %v: %s\nagorad log:\n%s", args, err, out, dlog.String())
-		}
-		return string(out)
-	}
+	dev := e2eAgorad(t, broker.URL(), "inspector-park", func(c *configs.Config) {
+		c.MQTT.Delivery = "broker"
+		c.Metrics.Listen = metricsAddr
+	})
+	ctl, cfg := dev.Ctl, dev.Cfg
 	type status struct {
 		Outbox        int      `json:"outbox"`
 		Parked        int      `json:"parked"`
@@ -118,7 +55,7 @@ func TestEndToEndParkedBatchKeptOnDevice(t *testing.T) {
 	deadline := time.Now().Add(90 * time.Second)
 	for st = getStatus(); st.Parked != 1; st = getStatus() {
 		if time.Now().After(deadline) {
-			t.Fatalf("device status %+v: the parked batch is not reported\nbridge log:\n%s\nagorad log:\n%s", st, tail(br.Log(), 3000), tail(dlog.String(), 3000))
+			t.Fatalf("device status %+v: the parked batch is not reported\nbridge log:\n%s\nagorad log:\n%s", st, tail(br.Log(), 3000), tail(dev.Log(), 3000))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -146,7 +83,7 @@ func TestEndToEndParkedBatchKeptOnDevice(t *testing.T) {
 	if body := httpGet(t, "http://"+metricsAddr+"/healthz"); !strings.Contains(body, "refused by the backend") {
 		t.Errorf("/healthz problems do not name the parked entry: %s", body)
 	}
-	doc, _ := exec.Command(agorad, "doctor", "-c", cfgPath).CombinedOutput()
+	doc, _ := exec.Command(dev.Agorad, "doctor", "-c", dev.CfgPath).CombinedOutput()
 	if !strings.Contains(string(doc), "WARN  link") || !strings.Contains(string(doc), parkedID) {
 		t.Errorf("agorad doctor does not report the parked entry:\n%s", doc)
 	}
