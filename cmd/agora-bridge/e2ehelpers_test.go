@@ -13,9 +13,9 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/agora/agorad/audio/testaudio"
 	"github.com/agora/agorad/buffer"
 	"github.com/agora/agorad/configs"
+	"github.com/agora/agorad/configs/configtest"
 	"github.com/agora/agorad/sync/bridge/fleetsim"
 	"github.com/agora/agorad/sync/uplink"
 )
@@ -111,24 +111,13 @@ type e2eDevice struct {
 }
 
 // e2eAgorad builds agorad and agoractl, writes a configuration for
-// deviceID in listen mode on brokerURL (set adjusts it), and runs the daemon.
+// deviceID in listen mode on brokerURL (configtest's, then set adjusts it),
+// and runs the daemon.
 func e2eAgorad(t *testing.T, brokerURL, deviceID string, set func(*configs.Config)) *e2eDevice {
 	t.Helper()
 	d := &e2eDevice{t: t, Agorad: buildTool(t, "github.com/agora/agorad/cmd/agorad"), ctl: buildTool(t, "github.com/agora/agorad/cmd/agoractl")}
-	dir := t.TempDir()
-	cfg := configs.Default()
-	cfg.DeviceID = deviceID
+	cfg := configtest.Daemon(t, deviceID, brokerURL)
 	cfg.Mode = "listen"
-	cfg.StateDir = filepath.Join(dir, "state")
-	cfg.Control.Socket = filepath.Join(dir, "agorad.sock")
-	cfg.MQTT.Broker = brokerURL
-	cfg.MQTT.ReconnectMin = configs.Duration(100 * time.Millisecond)
-	cfg.MQTT.ReconnectMax = configs.Duration(500 * time.Millisecond)
-	cfg.Input.Source = "none"
-	cfg.Sounds.Enabled = false
-	cfg.Metrics.Listen = ""
-	cfg.Models.VAD = testaudio.Model(t, "for-tests-silero-v6.2.0-ggml.bin")
-	cfg.Models.Whisper = testaudio.Model(t, "for-tests-ggml-tiny.bin")
 	if set != nil {
 		set(cfg)
 	}
@@ -136,7 +125,7 @@ func e2eAgorad(t *testing.T, brokerURL, deviceID string, set func(*configs.Confi
 	if err != nil {
 		t.Fatal(err)
 	}
-	d.Cfg, d.CfgPath = cfg, filepath.Join(dir, "agorad.yaml")
+	d.Cfg, d.CfgPath = cfg, filepath.Join(t.TempDir(), "agorad.yaml")
 	if err := os.WriteFile(d.CfgPath, yb, 0o600); err != nil {
 		t.Fatal(err)
 	}
