@@ -42,6 +42,17 @@ var Inspection = []Line{
 	{"Agora, listen.", Listen},
 }
 
+// Inspectie is the same round in Dutch, for the multilingual model with
+// language auto (make demo DEMO_ARGS="-script nl ..."), spoken by
+// espeak-ng's nl voice (VoiceNL).
+var Inspectie = []Line{
+	{"Er zit vocht in de kelder.", Note},
+	{"De rookmelder in de gang ontbreekt.", Note},
+	{"Er zitten scheuren in de betonvloer.", Note},
+	{"Hee Agora, wat moet ik in het rapport schrijven?", Question},
+	{"Agora, luister.", Listen},
+}
+
 // Waits bound each step: whisper on a loaded two-core machine is slow, so
 // they are generous; a step returns as soon as its effect is seen.
 var (

@@ -18,6 +18,9 @@ import (
 // the spotter on (cmd/agorad: wakeVoices).
 var Voice = []string{"-v", "en-us", "-s", "140"}
 
+// VoiceNL speaks the Dutch round: espeak-ng's only Dutch voice, same pace.
+var VoiceNL = []string{"-v", "nl", "-s", "140"}
+
 // Synth speaks text with espeak-ng (its options in args) and returns 16 kHz
 // mono samples; dir holds the intermediate files.
 func Synth(ctx context.Context, dir, text string, args ...string) ([]float32, error) {

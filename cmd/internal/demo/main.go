@@ -5,6 +5,8 @@
 //
 //	go run ./cmd/internal/demo                      the scripted round (espeak-ng speech)
 //	go run ./cmd/internal/demo -input my.wav        a recording instead, at real time
+//	go run ./cmd/internal/demo -script nl -model models/ggml-base-q8_0.bin -lang auto
+//	                                                the Dutch round on the multilingual model
 package main
 
 import (
@@ -35,9 +37,10 @@ func main() {
 
 // options are the command line.
 type options struct {
-	root, bin, model, input, answer, dir string
-	keep                                 bool
-	lines                                []chain.Line
+	root, bin, model, input, answer, dir, lang string
+	keep                                       bool
+	lines                                      []chain.Line
+	voice                                      []string
 }
 
 func parse(args []string, out io.Writer) (options, error) {
@@ -51,13 +54,27 @@ func parse(args []string, out io.Writer) (options, error) {
 	fs.StringVar(&o.answer, "answer", "build/demo/answer.wav", "where the spoken answers are written")
 	fs.StringVar(&o.dir, "dir", "", "scratch directory (default: a new temporary one, removed at the end)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the scratch directory (logs, state) after the end")
+	fs.StringVar(&o.lang, "lang", "en", "agorad's transcribe.language: en, nl or auto (nl and auto need a multilingual model such as models/ggml-base-q8_0.bin)")
+	script := fs.String("script", "en", "the scripted round: en (espeak-ng en-us) or nl (espeak-ng nl)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("unexpected argument %q (a recording is -input FILE.wav)", fs.Arg(0))
 	}
-	o.lines = chain.Inspection
+	switch *script {
+	case "en":
+		o.lines, o.voice = chain.Inspection, chain.Voice
+	case "nl":
+		o.lines, o.voice = chain.Inspectie, chain.VoiceNL
+	default:
+		return o, fmt.Errorf("-script %q: want en or nl", *script)
+	}
+	switch o.lang {
+	case "en", "nl", "auto":
+	default:
+		return o, fmt.Errorf("-lang %q: want en, nl or auto", o.lang)
+	}
 	return o, nil
 }
 
@@ -121,7 +138,7 @@ func run(ctx context.Context, args []string, out io.Writer) (err error) {
 	}
 	printf("starting the chain in %s", dir)
 	c, err := chain.Start(ctx, chain.Options{Root: root, BinDir: bin, Dir: dir, Whisper: model, VAD: vad,
-		ModelsDir: spotter, Progress: printf})
+		ModelsDir: spotter, Progress: printf, Language: o.lang, Voice: o.voice})
 	if err != nil {
 		return err
 	}

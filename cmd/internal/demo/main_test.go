@@ -93,3 +93,34 @@ func TestDemoRecording(t *testing.T) {
 		}
 	}
 }
+
+// TestParseScript: -script picks the round and its voice, -lang is passed
+// through, and a value the demo cannot run is refused naming the flag.
+func TestParseScript(t *testing.T) {
+	for _, tc := range []struct {
+		args      []string
+		wantFirst string
+		wantVoice string
+		wantLang  string
+		wantErr   string
+	}{
+		{args: nil, wantFirst: chain.Inspection[0].Text, wantVoice: "en-us", wantLang: "en"},
+		{args: []string{"-script", "nl", "-lang", "auto"}, wantFirst: chain.Inspectie[0].Text, wantVoice: "nl", wantLang: "auto"},
+		{args: []string{"-script", "de"}, wantErr: "-script \"de\""},
+		{args: []string{"-lang", "fr"}, wantErr: "-lang \"fr\""},
+	} {
+		o, err := parse(tc.args, &bytes.Buffer{})
+		if tc.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+				t.Errorf("%v: error %v, want one naming %s", tc.args, err, tc.wantErr)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%v: %v", tc.args, err)
+		}
+		if o.lines[0].Text != tc.wantFirst || o.voice[1] != tc.wantVoice || o.lang != tc.wantLang {
+			t.Errorf("%v: first line %q, voice %v, lang %q; want %q, %s, %s", tc.args, o.lines[0].Text, o.voice, o.lang, tc.wantFirst, tc.wantVoice, tc.wantLang)
+		}
+	}
+}
