@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -188,9 +189,19 @@ func TestLongAnswerInParts(t *testing.T) {
 	cmds := broker.Subscribe(t, "agora/v1/+/commands")
 	dev := deviceWith(t, "long-1", broker.URL(), uplink.DeliveryBackend)
 	e := dev.say(t, "tell me everything about the weld")
-	msgs, ok := cmds.WaitFor(20*time.Second, func(m []brokertest.Message) bool { return count(commands(t, m), "ack") >= 1 })
+	// The utterance's own ack: the bridge publishes it after every reply
+	// part's PUBACK. (An ack of anything else the device sent may come
+	// first and says nothing about the answer.)
+	msgs, ok := cmds.WaitFor(20*time.Second, func(m []brokertest.Message) bool {
+		for _, c := range commands(t, m) {
+			if c.Type == "ack" && slices.Contains(c.IDs, e.ID) {
+				return true
+			}
+		}
+		return false
+	})
 	if !ok {
-		t.Fatalf("no ack\n%s", h.log.String())
+		t.Fatalf("no ack of %s\n%s", e.ID, h.log.String())
 	}
 	// Replies are at-least-once and the device keeps one per id: a re-sent
 	// part is the same part.
@@ -219,7 +230,11 @@ func TestLongAnswerInParts(t *testing.T) {
 	}
 	if parts < 2 || !strings.HasSuffix(lastID, fmt.Sprintf(".p%dof%d", parts, parts)) ||
 		strings.Join(strings.Fields(text.String()), " ") != strings.Join(strings.Fields(long), " ") {
-		t.Fatalf("%d reply parts, %d of %d bytes", parts, text.Len(), len(long))
+		var got []string
+		for _, c := range commands(t, msgs) {
+			got = append(got, c.Type+" "+c.ID+" "+strings.Join(c.IDs, ","))
+		}
+		t.Fatalf("%d reply parts, %d of %d bytes; commands seen: %s", parts, text.Len(), len(long), strings.Join(got, "; "))
 	}
 	waitFor(t, 10*time.Second, "device outbox empty", func() bool { c, _ := dev.store.OutboxCount(); return c == 0 })
 	if st := dev.up.Stats(); st.RejectedCommands != 0 {

@@ -83,6 +83,12 @@ func (c *Client) holdForAck(e buffer.Entry) bool {
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if a, ok := c.early[e.ID]; ok && a.counted {
+		// Confirmed and deleted after the drain read its page of the
+		// outbox: publishing it again would only be acked (and counted)
+		// again.
+		return true
+	}
 	h, ok := c.awaiting[e.ID]
 	return ok && !h.released
 }
@@ -187,11 +193,6 @@ func (c *Client) confirm(ids []string) {
 			// know parked): the entry stays.
 		case ok:
 			del = append(del, id)
-			if h.released {
-				// Being published again: its PUBACK may still come. It is
-				// counted below, not again at that PUBACK.
-				c.early[id] = earlyAck{at: now, counted: true}
-			}
 		case c.earlyParked[id].reason != "":
 			// Parked before its PUBACK: settled holds it as parked.
 		default:
@@ -216,6 +217,13 @@ func (c *Client) confirm(ids []string) {
 	c.mu.Lock()
 	for _, id := range del {
 		delete(c.awaiting, id)
+		// Remembered as counted: a re-publication of it may still be on
+		// its way (released after AckTimeout, or published from a page of
+		// the outbox read before the delete), and its PUBACK and the ack
+		// the backend sends again for it must not count it twice.
+		if len(c.early) < maxEarly {
+			c.early[id] = earlyAck{at: now, counted: true}
+		}
 	}
 	c.mu.Unlock()
 }

@@ -182,3 +182,45 @@ func TestConfirmedCountedOnce(t *testing.T) {
 		}
 	}
 }
+
+// An entry confirmed after the drain read its page of the outbox is not
+// published again from that page, and an ack the backend sends again for
+// it (or a re-publication's PUBACK) does not count it twice: CI saw 4
+// confirmed of 3 sent under load.
+func TestConfirmedNotPublishedAgain(t *testing.T) {
+	st := newStore(t)
+	us := enqueueUtterances(t, st, 1, false, "u")
+	e := us[0]
+	opts := testOptions("dev-stale", "")
+	opts.Delivery, opts.AckTimeout = DeliveryBackend, time.Minute
+	c := newClient(t, opts, st, nil)
+	t0 := time.Now()
+	if c.settled(e, t0) {
+		t.Fatal("settled at its first PUBACK under delivery: backend")
+	}
+	tests := []struct {
+		name     string
+		step     func()
+		wantHeld bool
+		want     uint64
+	}{
+		{"held for the ack", func() {}, true, 0},
+		{"acked", func() { c.confirm([]string{e.ID}) }, true, 1},
+		{"acked again (a duplicate at the bridge)", func() { c.confirm([]string{e.ID}) }, true, 1},
+		{"a re-publication's PUBACK", func() {
+			if !c.settled(e, t0.Add(time.Second)) {
+				t.Error("a confirmed entry's re-publication is held again")
+			}
+		}, false, 1},
+		{"acked once more", func() { c.confirm([]string{e.ID}) }, false, 1},
+	}
+	for _, tc := range tests {
+		tc.step()
+		if got := c.holdForAck(e); got != tc.wantHeld {
+			t.Errorf("after %s: holdForAck %v, want %v (a page read before the delete must not publish it again)", tc.name, got, tc.wantHeld)
+		}
+		if got := c.Stats().Confirmed; got != tc.want {
+			t.Fatalf("after %s: %d confirmed, want %d", tc.name, got, tc.want)
+		}
+	}
+}
