@@ -15,7 +15,7 @@
 # freshly started CLI), CPU seconds (user+sys) summed over the clips. The
 # CPU column then compares cost per utterance; state the load next to it.
 # ESPEAK_NL=1 adds Dutch espeak-ng sentences (espeak-ng -v nl, transcripts
-# known) to the Dutch clips of the auto and nl runs.
+# known) to the Dutch clips of the auto and nl runs; ESPEAK_NL=N the first N.
 #
 # Systems (SYSTEMS, default all):
 #   agorad agorad-q8_0             agorad transcribe, f16 / q8_0 import
@@ -74,10 +74,11 @@ for c in $en $nl; do cp "$SHARED/audio/$c" "$inroot/"; done
 MANIFEST=$inroot/MANIFEST.tsv
 # the English clips not run (EVERY) are left out of the scoring too
 awk -F'\t' -v keep=" $(echo $en) " 'NR == 1 || $3 != "en" || index(keep, " " $1 " ")' "$SHARED/audio/MANIFEST.tsv" >"$MANIFEST"
-if [ "$ESPEAK_NL" = 1 ]; then
+if [ "$ESPEAK_NL" != 0 ]; then
   i=0
   while IFS= read -r text; do
-    i=$((i + 1)); c=espeak_nl_$i.wav
+    i=$((i + 1)); [ "$ESPEAK_NL" = 1 ] || [ "$i" -le "$ESPEAK_NL" ] || break
+    c=espeak_nl_$i.wav
     espeak-ng -v nl -w "$inroot/raw.wav" "$text"
     sox "$inroot/raw.wav" -r 16000 -c 1 -b 16 -e signed-integer "$inroot/$c"
     printf '%s\t0\tnl\t%s\t\tespeak-ng\t-\t-\t-\n' "$c" "$text" >>"$MANIFEST"

@@ -14,6 +14,14 @@
 // pool is per calling thread, and more pools than cores made every decoder
 // step 4-6x slower.
 //
+// Language "auto" on a multilingual model (issue 24): an utterance is
+// decoded in the language the last one was detected in, and its own
+// language is then read from one decoder step over the encoder output that
+// decoding left in the state; only when the two differ is it decoded again.
+// A steady speaker costs one encoder pass per utterance, as a fixed
+// language does; a change of language costs one more. Detection stays
+// restricted to AutoLanguages.
+//
 // Measured on real weights (issue 15): an encoder window sized to the
 // utterance saves compute but breaks decoding (repetition loops, WER 34 %
 // against 12 % at the full window), and in whisper.cpp 1.9's flash-attention
