@@ -21,6 +21,9 @@
 #   agorad agorad-q8_0             agorad transcribe, f16 / q8_0 import
 #   agoradmain agoradmain-q8_0     the same with AGORAD_MAIN_BIN (another
 #                                  build, e.g. main's: before and after)
+#   agorad*-unpacked               --pack=false: one whisper call per
+#                                  utterance in one process (the daemon's
+#                                  live pattern: model loaded once)
 #   agorad-q4_0                    q4_0 import
 #   wcli-greedy wcli-q8_0-greedy   whisper-cli -bs 1 -nf -mc 0 (greedy, no
 #   wcli-q4_0-greedy               temperature fallback, no text context)
@@ -98,7 +101,7 @@ fi
 ggml() {
   local t
   case $2 in
-    *q8_0*|*q4_0*) t=${2#*-}; t=${t%-greedy}
+    *q8_0*|*q4_0*) t=${2#*-}; t=${t%-greedy}; t=${t%-unpacked}
       local q=$CACHE/ggml-$1-$t.bin
       [ -f "$q" ] || "$AGORAD" model import "$CACHE/ct2/$1" --type "$t" --out "$q" >/dev/null
       echo "$q" ;;
@@ -118,8 +121,9 @@ decode() {
     agorad*)
       local bin=$AGORAD
       case $sys in agoradmain*) bin=${AGORAD_MAIN_BIN:?agoradmain needs AGORAD_MAIN_BIN} ;; esac
+      local pack=(); case $sys in *-unpacked) pack=(--pack=false) ;; esac
       "${time[@]}" "$bin" transcribe --model "$(ggml "$model" "$sys")" --vad-model "$VAD" \
-        --threads "$THREADS" --lang "$lang" "${files[@]}" >"$out.json" 2>>"$out.err"
+        --threads "$THREADS" --lang "$lang" "${pack[@]}" "${files[@]}" >"$out.json" 2>>"$out.err"
       jq -r '[(.file | split("/") | last), .text, .lang] | @tsv' "$out.json" >>"$out" ;;
     wcli*)
       local args=(); case $sys in *greedy) args=(-bs 1 -nf -mc 0) ;; esac

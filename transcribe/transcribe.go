@@ -19,8 +19,9 @@
 // language is then read from one decoder step over the encoder output that
 // decoding left in the state; only when the two differ is it decoded again.
 // A steady speaker costs one encoder pass per utterance, as a fixed
-// language does; a change of language costs one more. Detection stays
-// restricted to AutoLanguages.
+// language does; a change of language costs one more decoding (in the wrong
+// language first), and the first utterance a detection pass of its own.
+// Detection stays restricted to AutoLanguages.
 //
 // Measured on real weights (issue 15): an encoder window sized to the
 // utterance saves compute but breaks decoding (repetition loops, WER 34 %
@@ -107,8 +108,8 @@ type Transcriber struct {
 	// autoIDs are whisper's ids of AutoLanguages when the language is
 	// detected per utterance (auto on a multilingual model), else nil.
 	autoIDs []int
-	// lastLang is the index in AutoLanguages of the language the last
-	// utterance was detected in: the next is first decoded in it.
+	// lastLang is 1 + the index in AutoLanguages of the language the last
+	// utterance was detected in (0: none yet): the next is first decoded in it.
 	lastLang atomic.Int32
 	// run replaces the whisper call in unit tests of the packing; nil in use.
 	run func(ctx context.Context, params *whisper.Params, in []float32) ([]segment, error)
@@ -363,10 +364,25 @@ func (t *Transcriber) transcribe(ctx context.Context, samples []float32, after f
 // decoding left in w's state (a decoder step, no second encoder pass), and
 // decodes again only when the two differ: a steady speaker costs one
 // encoder pass per utterance instead of detection's pass plus decoding's
-// (issue 24). Returns the segments and the index in AutoLanguages of the
+// (issue 24). The first utterance is detected first (its own pass). Returns the segments and the index in AutoLanguages of the
 // language they are in.
 func (t *Transcriber) decodeAuto(ctx context.Context, w *wctx, params *whisper.Params, in []float32) ([]segment, int, error) {
-	lang := int(t.lastLang.Load())
+	lang := int(t.lastLang.Load()) - 1
+	if lang < 0 {
+		// No utterance yet: a guess that is wrong costs a whole decoding in
+		// the wrong language (measured: Dutch decoded as English ran into
+		// temperature fallbacks, 3x the CPU), so detect first, as before.
+		var err error
+		if lang, _, err = t.detectOn(w, in); err != nil {
+			return nil, 0, err
+		}
+		t.lastLang.Store(int32(lang + 1))
+		if err := params.SetLanguage(t.autoIDs[lang]); err != nil {
+			return nil, lang, err
+		}
+		segs, err := t.decode(ctx, w, params, in)
+		return segs, lang, err
+	}
 	if err := params.SetLanguage(t.autoIDs[lang]); err != nil {
 		return nil, lang, err
 	}
@@ -389,7 +405,7 @@ func (t *Transcriber) decodeAuto(ctx context.Context, w *wctx, params *whisper.P
 	if found == lang {
 		return segs, lang, nil
 	}
-	t.lastLang.Store(int32(found))
+	t.lastLang.Store(int32(found + 1))
 	if err := params.SetLanguage(t.autoIDs[found]); err != nil {
 		return nil, found, err
 	}
