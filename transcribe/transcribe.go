@@ -364,8 +364,8 @@ func (t *Transcriber) transcribe(ctx context.Context, samples []float32, after f
 // decoding left in w's state (a decoder step, no second encoder pass), and
 // decodes again only when the two differ: a steady speaker costs one
 // encoder pass per utterance instead of detection's pass plus decoding's
-// (issue 24). The first utterance is detected first (its own pass). Returns the segments and the index in AutoLanguages of the
-// language they are in.
+// (issue 24). The first utterance is detected first (its own pass).
+// Returns the segments and the index in AutoLanguages of their language.
 func (t *Transcriber) decodeAuto(ctx context.Context, w *wctx, params *whisper.Params, in []float32) ([]segment, int, error) {
 	lang := int(t.lastLang.Load()) - 1
 	if lang < 0 {
