@@ -400,8 +400,9 @@ func (t *Transcriber) decodeAuto(ctx context.Context, w *wctx, params *whisper.P
 	} else {
 		var p float64
 		w.thread.do(func() { found, p, err = detectEncoded(w.ctx, t.opts.Threads, t.autoIDs) })
-		if err != nil {
-			return nil, lang, err
+		if err != nil { // the text is decoded: keep it, in the language it was decoded in
+			t.log.Warn("language detection after decoding failed", "err", err)
+			return segs, lang, nil
 		}
 		t.log.Debug("language detected on the decoded utterance", "decoded", AutoLanguages[lang],
 			"detected", AutoLanguages[found], "p", p)
