@@ -10,8 +10,20 @@
 # whisper-cli and faster-whisper decode each clip whole). WER does not depend
 # on load: run it niced beside other work.
 #
+# PERCLIP=1 is the live pattern (issue 24): one whole process per clip and
+# system (model load included, as a clip is one utterance reaching a
+# freshly started CLI), CPU seconds (user+sys) summed over the clips. The
+# CPU column then compares cost per utterance; state the load next to it.
+# ESPEAK_NL=1 adds Dutch espeak-ng sentences (espeak-ng -v nl, transcripts
+# known) to the Dutch clips of the auto and nl runs; ESPEAK_NL=N the first N.
+#
 # Systems (SYSTEMS, default all):
 #   agorad agorad-q8_0             agorad transcribe, f16 / q8_0 import
+#   agoradmain agoradmain-q8_0     the same with AGORAD_MAIN_BIN (another
+#                                  build, e.g. main's: before and after)
+#   agorad*-unpacked               --pack=false: one whisper call per
+#                                  utterance in one process (the daemon's
+#                                  live pattern: model loaded once)
 #   agorad-q4_0                    q4_0 import
 #   wcli-greedy wcli-q8_0-greedy   whisper-cli -bs 1 -nf -mc 0 (greedy, no
 #   wcli-q4_0-greedy               temperature fallback, no text context)
@@ -24,6 +36,9 @@
 #
 #   MODELS tiny.en base   THREADS 2   OUT bench/out/wer   NICE 10
 #   LANGS (base only; default "en auto nl")
+#   PERCLIP 0   ESPEAK_NL 0   AGORAD_BIN (default build/bin/agorad)
+#   AGORAD_MAIN_BIN (for the agoradmain systems)
+#   EVERY 1: every Nth English clip only (a shorter run on a busy machine)
 # Hypotheses: $OUT/<model>-<lang>-<system>.tsv ("clip<TAB>text<TAB>language");
 # the tables: $OUT/wer.md.
 # The body is one block, parsed before it runs: editing the file during a
@@ -37,6 +52,9 @@ SYSTEMS=${SYSTEMS:-agorad agorad-q8_0 wcli-greedy wcli wcli-q8_0-greedy wcli-q8_
 THREADS=${THREADS:-2}
 OUT=${OUT:-bench/out/wer}
 NICE=${NICE:-10}
+PERCLIP=${PERCLIP:-0}
+EVERY=${EVERY:-1}
+ESPEAK_NL=${ESPEAK_NL:-0}
 CACHE=${AGORAD_MODEL_CACHE:-$(pwd)/build/cache/models}
 mkdir -p "$OUT"
 PY=$(bash bench/peers/setup.sh)
@@ -44,24 +62,46 @@ make -s whisper
 WCLI=$(pwd)/build/whisper/$(dpkg --print-architecture)/bin/whisper-cli # the same pinned source as agorad (scripts/whisper.sh)
 make -s build
 [ -f models/ggml-tiny.en.bin ] || make -s models >&2 || { echo "werbench: make models failed: $(cat models/UNAVAILABLE 2>/dev/null)" >&2; exit 1; }
-AGORAD=$(pwd)/build/bin/agorad
+AGORAD=${AGORAD_BIN:-$(pwd)/build/bin/agorad}
 VAD=$SHARED/models/for-tests-silero-v6.2.0-ggml.bin
 inroot=$(mktemp -d)
 trap 'rm -rf "$inroot"' EXIT
 mkdir -p "$inroot"
 log() { printf 'werbench: %s\n' "$*" >&2; }
+LOAD0=$(cut -d" " -f1-3 /proc/loadavg)
 run() { nice -n "$NICE" "$@"; }
 
-en=$(awk -F'\t' 'NR>1 && $3=="en" && $4!="" {print $1}' "$SHARED/audio/MANIFEST.tsv" | LC_ALL=C sort)
+en=$(awk -F'\t' 'NR>1 && $3=="en" && $4!="" {print $1}' "$SHARED/audio/MANIFEST.tsv" | LC_ALL=C sort | awk -v n="$EVERY" '(NR - 1) % n == 0')
 nl=$(awk -F'\t' 'NR>1 && $3=="nl" {print $1}' "$SHARED/audio/MANIFEST.tsv" | LC_ALL=C sort)
 for c in $en $nl; do cp "$SHARED/audio/$c" "$inroot/"; done
+MANIFEST=$inroot/MANIFEST.tsv
+# the English clips not run (EVERY) are left out of the scoring too
+awk -F'\t' -v keep=" $(echo $en) " 'NR == 1 || $3 != "en" || index(keep, " " $1 " ")' "$SHARED/audio/MANIFEST.tsv" >"$MANIFEST"
+if [ "$ESPEAK_NL" != 0 ]; then
+  i=0
+  while IFS= read -r text; do
+    i=$((i + 1)); [ "$ESPEAK_NL" = 1 ] || [ "$i" -le "$ESPEAK_NL" ] || break
+    c=espeak_nl_$i.wav
+    espeak-ng -v nl -w "$inroot/raw.wav" "$text"
+    sox "$inroot/raw.wav" -r 16000 -c 1 -b 16 -e signed-integer "$inroot/$c"
+    printf '%s\t0\tnl\t%s\t\tespeak-ng\t-\t-\t-\n' "$c" "$text" >>"$MANIFEST"
+    nl="$nl $c"
+  done <<'SENTENCES'
+Zet de lamp in de keuken aan.
+Hoe laat is het in Amsterdam?
+Doe de voordeur op slot.
+Wat voor weer wordt het morgen?
+Zet een timer voor tien minuten.
+Speel wat muziek in de woonkamer.
+SENTENCES
+fi
 
 # model FILE for MODEL and SYSTEM: the f16 import, or a quantized one (made
 # from the CTranslate2 original on first use).
 ggml() {
   local t
   case $2 in
-    *q8_0*|*q4_0*) t=${2#*-}; t=${t%-greedy}
+    *q8_0*|*q4_0*) t=${2#*-}; t=${t%-greedy}; t=${t%-unpacked}
       local q=$CACHE/ggml-$1-$t.bin
       [ -f "$q" ] || "$AGORAD" model import "$CACHE/ct2/$1" --type "$t" --out "$q" >/dev/null
       echo "$q" ;;
@@ -69,40 +109,42 @@ ggml() {
   esac
 }
 
-# decode MODEL LANG SYSTEM CLIP...: hypotheses to $OUT/MODEL-LANG-SYSTEM.tsv.
+# decode MODEL LANG SYSTEM CLIP...: hypotheses appended to
+# $OUT/MODEL-LANG-SYSTEM.tsv, /usr/bin/time's line (wall user sys rss) to
+# its .times: one process for the clips given.
 decode() {
   local model=$1 lang=$2 sys=$3; shift 3
   local out=$OUT/$model-$lang-$sys.tsv files=() c
-  log "$model $lang $sys ($# clips)"
+  local time=(run /usr/bin/time -a -o "$out.times" -f '%e %U %S %M')
+  for c in "$@"; do files+=("$inroot/$c"); done
   case $sys in
     agorad*)
-      for c in "$@"; do files+=("$SHARED/audio/$c"); done
-      run /usr/bin/time -o "$out.time" -f '%e %U %S %M' "$AGORAD" transcribe --model "$(ggml "$model" "$sys")" --vad-model "$VAD" \
-        --threads "$THREADS" --lang "$lang" "${files[@]}" >"$out.json" 2>"$out.err"
-      jq -r '[(.file | split("/") | last), .text, .lang] | @tsv' "$out.json" >"$out" ;;
+      local bin=$AGORAD
+      case $sys in agoradmain*) bin=${AGORAD_MAIN_BIN:?agoradmain needs AGORAD_MAIN_BIN} ;; esac
+      local pack=(); case $sys in *-unpacked) pack=(--pack=false) ;; esac
+      "${time[@]}" "$bin" transcribe --model "$(ggml "$model" "$sys")" --vad-model "$VAD" \
+        --threads "$THREADS" --lang "$lang" "${pack[@]}" "${files[@]}" >"$out.json" 2>>"$out.err"
+      jq -r '[(.file | split("/") | last), .text, .lang] | @tsv' "$out.json" >>"$out" ;;
     wcli*)
       local args=(); case $sys in *greedy) args=(-bs 1 -nf -mc 0) ;; esac
       cp "$(ggml "$model" "$sys")" "$inroot/model.bin"
       rm -f "$inroot"/*.json
-      for c in "$@"; do files+=("$inroot/$c"); done
       if [ ${#args[@]} -gt 0 ]; then
-        run /usr/bin/time -o "$out.time" -f '%e %U %S %M' "$WCLI" -m "$inroot/model.bin" -t "$THREADS" -l "$lang" \
-          "${args[@]}" -np -oj "${files[@]}" >/dev/null 2>"$out.err"
+        "${time[@]}" "$WCLI" -m "$inroot/model.bin" -t "$THREADS" -l "$lang" \
+          "${args[@]}" -np -oj "${files[@]}" >/dev/null 2>>"$out.err"
       else
         # defaults keep up to 16k tokens of text context from one file to
         # the next in one process: one process per clip keeps clips apart
-        run /usr/bin/time -o "$out.time" -f '%e %U %S %M' env PATH="${WCLI%/*}:$PATH" sh -c \
+        "${time[@]}" env PATH="${WCLI%/*}:$PATH" sh -c \
           'm=$1 t=$2 l=$3; shift 3; for f; do whisper-cli -m "$m" -t "$t" -l "$l" -np -oj "$f" || exit 1; done' \
-          sh "$inroot/model.bin" "$THREADS" "$lang" "${files[@]}" >/dev/null 2>"$out.err"
+          sh "$inroot/model.bin" "$THREADS" "$lang" "${files[@]}" >/dev/null 2>>"$out.err"
       fi
-      : >"$out"
       for c in "$@"; do
         jq -r --arg f "$c" '[$f, ([.transcription[].text] | join(" ") | gsub("^ +| +$"; "")), .result.language] | @tsv' "$inroot/$c.json" >>"$out"
       done ;;
     fw-*)
-      for c in "$@"; do files+=("$SHARED/audio/$c"); done
-      run /usr/bin/time -o "$out.time" -f '%e %U %S %M' "$PY" bench/peers/fw_transcribe.py --model "$CACHE/ct2/$model" \
-        --compute-type "${sys#fw-}" --threads "$THREADS" --lang "$lang" "${files[@]}" >"$out" 2>"$out.err" ;;
+      "${time[@]}" "$PY" bench/peers/fw_transcribe.py --model "$CACHE/ct2/$model" \
+        --compute-type "${sys#fw-}" --threads "$THREADS" --lang "$lang" "${files[@]}" >>"$out" 2>>"$out.err" ;;
   esac
 }
 
@@ -110,27 +152,46 @@ for model in $MODELS; do
   if [ "$model" = tiny.en ]; then langs="en"; else langs=${LANGS:-en auto nl}; fi
   for lang in $langs; do
     case $lang in en) set -- $en ;; auto) set -- $en $nl ;; nl) set -- $nl ;; esac
-    for sys in $SYSTEMS; do decode "$model" "$lang" "$sys" "$@"; done
+    for sys in $SYSTEMS; do
+      rm -f "$OUT/$model-$lang-$sys.tsv"*
+    done
+    if [ "$PERCLIP" = 1 ]; then
+      # interleaved: every system on a clip before the next clip, so a
+      # change in the machine's load falls on all of them alike
+      log "$model $lang: $SYSTEMS, one process per clip ($# clips)"
+      for c; do
+        for sys in $SYSTEMS; do decode "$model" "$lang" "$sys" "$c"; done
+      done
+    else
+      for sys in $SYSTEMS; do log "$model $lang $sys ($# clips)"; decode "$model" "$lang" "$sys" "$@"; done
+    fi
+    for sys in $SYSTEMS; do # the processes' times summed (peak RSS: the largest)
+      awk '{w += $1; u += $2; s += $3; if ($4 > m) m = $4} END {print w, u, s, m}' \
+        "$OUT/$model-$lang-$sys.tsv.times" >"$OUT/$model-$lang-$sys.tsv.time"
+    done
   done
 done
 
 # --- report ------------------------------------------------------------------
 {
-  echo "# werbench $(date -u +%FT%TZ): threads=$THREADS, nice $NICE, clip by clip"
+  echo "# werbench $(date -u +%FT%TZ): threads=$THREADS, nice $NICE, clip by clip, $( [ "$PERCLIP" = 1 ] && echo "one process per clip" || echo "one process per system"), agorad $AGORAD; load before: $LOAD0, after: $(cut -d" " -f1-3 /proc/loadavg)"
   for model in $MODELS; do
     if [ "$model" = tiny.en ]; then langs="en"; else langs=${LANGS:-en auto nl}; fi
     for lang in $langs; do
       echo; echo "## $model, language $lang"; echo
       args=(); for sys in $SYSTEMS; do args+=("$sys=$OUT/$model-$lang-$sys.tsv"); done
       if [ "$lang" = nl ]; then
-        go run ./bench/wer -lang nl -manifest "$SHARED/audio/MANIFEST.tsv" "${args[@]}"
+        go run ./bench/wer -lang nl -manifest "$MANIFEST" "${args[@]}"
       else
-        go run ./bench/wer -manifest "$SHARED/audio/MANIFEST.tsv" "${args[@]}"
+        go run ./bench/wer -manifest "$MANIFEST" "${args[@]}"
+        if [ "$lang" = auto ]; then echo; go run ./bench/wer -lang nl -manifest "$MANIFEST" "${args[@]}"; fi
       fi
-      echo; echo "| system | wall s | CPU s | peak RSS MiB |"; echo "|---|---|---|---|"
+      ref=; [ -f "$OUT/$model-$lang-fw-int8.tsv.time" ] && read -r _ u s _ <"$OUT/$model-$lang-fw-int8.tsv.time" && ref=$(echo "$u + $s" | bc -l)
+      echo; echo "| system | wall s | CPU s (user+sys) | CPU / fw-int8 | peak RSS MiB |"; echo "|---|---|---|---|---|"
       for sys in $SYSTEMS; do
         read -r w u s m <"$OUT/$model-$lang-$sys.tsv.time"
-        printf '| %s | %.1f | %.1f | %d |\n' "$sys" "$w" "$(echo "$u + $s" | bc -l)" "$((m / 1024))"
+        cpu=$(echo "$u + $s" | bc -l)
+        printf '| %s | %.1f | %.1f | %s | %d |\n' "$sys" "$w" "$cpu" "${ref:+$(printf '%.2f' "$(echo "$cpu / $ref" | bc -l)")}" "$((m / 1024))"
       done
     done
   done

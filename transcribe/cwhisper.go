@@ -1,7 +1,8 @@
 package transcribe
 
 /*
-#cgo LDFLAGS: -lwhisper -lggml -lggml-base
+#cgo LDFLAGS: -lwhisper -lggml -lggml-base -lm
+#include <math.h>
 #include <stdlib.h>
 #include <whisper.h>
 #include <ggml.h>
@@ -152,6 +153,35 @@ static int agora_detect(struct whisper_context *ctx, const float *samples, int n
 	return best;
 }
 
+// agora_detect_encoded is agora_detect without the mel and the encoder
+// pass: it asks the decoder for the language token (one step, the SOT
+// token alone, as whisper_lang_auto_detect does) over the encoder output the
+// last whisper_full left in ctx's state, so an utterance whisper has just
+// decoded is detected without a second encoder pass (issue 24). The
+// softmax over ids alone equals whisper's softmax over all languages
+// renormalised to ids. Returns the index into ids, or -1.
+static int agora_detect_encoded(struct whisper_context *ctx, int threads,
+		const int *ids, int nids, float *best_p) {
+	whisper_token sot = whisper_token_sot(ctx);
+	if (nids <= 0 || whisper_decode(ctx, &sot, 1, 0, threads) != 0) {
+		return -1;
+	}
+	const float *logits = whisper_get_logits(ctx);
+	int best = 0;
+	for (int i = 1; i < nids; i++) {
+		if (logits[whisper_token_lang(ctx, ids[i])] > logits[whisper_token_lang(ctx, ids[best])]) {
+			best = i;
+		}
+	}
+	float top = logits[whisper_token_lang(ctx, ids[best])];
+	double sum = 0;
+	for (int i = 0; i < nids; i++) {
+		sum += exp(logits[whisper_token_lang(ctx, ids[i])] - top);
+	}
+	*best_p = (float)(1.0 / sum);
+	return best;
+}
+
 static void agora_set_abort(int *flag, int v) {
 	__atomic_store_n(flag, v, __ATOMIC_RELAXED);
 }
@@ -228,6 +258,22 @@ func detectLanguage(ctx *whisper.Context, samples []float32, threads int, langID
 		&ids[0], C.int(len(ids)), &p)
 	if i < 0 {
 		return 0, 0, errors.New("whisper language detection failed")
+	}
+	return int(i), float64(p), nil
+}
+
+// detectEncoded is detectLanguage over the encoder output the last
+// whisper_full on ctx left in its state: one decoder step, no encoder pass.
+func detectEncoded(ctx *whisper.Context, threads int, langIDs []int) (int, float64, error) {
+	ids := make([]C.int, len(langIDs))
+	for i, id := range langIDs {
+		ids[i] = C.int(id)
+	}
+	var p C.float
+	i := C.agora_detect_encoded((*C.struct_whisper_context)(unsafe.Pointer(ctx)), C.int(threads),
+		&ids[0], C.int(len(ids)), &p)
+	if i < 0 {
+		return 0, 0, errors.New("whisper language detection (decoder step) failed")
 	}
 	return int(i), float64(p), nil
 }

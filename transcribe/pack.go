@@ -308,6 +308,16 @@ func (t *Transcriber) TranscribeBatch(ctx context.Context, utts [][]float32) ([]
 		}
 		live = append(live, i)
 	}
+	if len(live) == 1 {
+		// Nothing to pack: one whisper call, and with "auto" the language
+		// from that call's own encoder pass (Transcribe), not a pass of its own.
+		r, err := t.Transcribe(ctx, utts[live[0]])
+		if err != nil {
+			return results[:live[0]], err
+		}
+		results[live[0]] = r
+		return results, nil
+	}
 	lengths := make([]int, len(live))
 	for k, i := range live {
 		lengths[k] = len(utts[i])

@@ -14,6 +14,15 @@
 // pool is per calling thread, and more pools than cores made every decoder
 // step 4-6x slower.
 //
+// Language "auto" on a multilingual model (issue 24): an utterance is
+// decoded in the language the last one was detected in, and its own
+// language is then read from one decoder step over the encoder output that
+// decoding left in the state; only when the two differ is it decoded again.
+// A steady speaker costs one encoder pass per utterance, as a fixed
+// language does; a change of language costs one more decoding (in the wrong
+// language first), and the first utterance a detection pass of its own.
+// Detection stays restricted to AutoLanguages.
+//
 // Measured on real weights (issue 15): an encoder window sized to the
 // utterance saves compute but breaks decoding (repetition loops, WER 34 %
 // against 12 % at the full window), and in whisper.cpp 1.9's flash-attention
@@ -34,6 +43,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agora/agorad/audio/ggml"
@@ -98,6 +108,9 @@ type Transcriber struct {
 	// autoIDs are whisper's ids of AutoLanguages when the language is
 	// detected per utterance (auto on a multilingual model), else nil.
 	autoIDs []int
+	// lastLang is 1 + the index in AutoLanguages of the language the last
+	// utterance was detected in (0: none yet): the next is first decoded in it.
+	lastLang atomic.Int32
 	// run replaces the whisper call in unit tests of the packing; nil in use.
 	run func(ctx context.Context, params *whisper.Params, in []float32) ([]segment, error)
 	// detectLang replaces the language detection in those tests.
@@ -316,17 +329,14 @@ func (t *Transcriber) transcribe(ctx context.Context, samples []float32, after f
 		copy(in, samples)
 	}
 	params := *w.params
+	var segs []segment
 	if len(t.autoIDs) > 0 {
-		i, _, err := t.detectOn(w, in)
-		if err != nil {
-			return res, fmt.Errorf("transcribe %s of audio: %w", res.AudioDuration, err)
-		}
-		res.Lang = AutoLanguages[i]
-		if err := params.SetLanguage(t.autoIDs[i]); err != nil {
-			return res, fmt.Errorf("transcribe %s of audio: %w", res.AudioDuration, err)
-		}
+		var lang int
+		segs, lang, err = t.decodeAuto(ctx, w, &params, in)
+		res.Lang = AutoLanguages[lang]
+	} else {
+		segs, err = t.decode(ctx, w, &params, in)
 	}
-	segs, err := t.decode(ctx, w, &params, in)
 	if err != nil {
 		return res, fmt.Errorf("transcribe %s of audio: %w", res.AudioDuration, err)
 	}
@@ -347,6 +357,65 @@ func (t *Transcriber) transcribe(ctx context.Context, samples []float32, after f
 		}
 	}
 	return res, nil
+}
+
+// decodeAuto decodes in on w in the language the last utterance was
+// detected in, then detects in's language over the encoder output that
+// decoding left in w's state (a decoder step, no second encoder pass), and
+// decodes again only when the two differ: a steady speaker costs one
+// encoder pass per utterance instead of detection's pass plus decoding's
+// (issue 24). The first utterance is detected first (its own pass).
+// Returns the segments and the index in AutoLanguages of their language.
+func (t *Transcriber) decodeAuto(ctx context.Context, w *wctx, params *whisper.Params, in []float32) ([]segment, int, error) {
+	lang := int(t.lastLang.Load()) - 1
+	if lang < 0 {
+		// No utterance yet: a guess that is wrong costs a whole decoding in
+		// the wrong language (measured: Dutch decoded as English ran into
+		// temperature fallbacks, 3x the CPU), so detect first, as before.
+		if t.detectLang != nil { // unit tests of the packing
+			lang = t.detectLang(in)
+		} else {
+			var err error
+			if lang, _, err = t.detectOn(w, in); err != nil {
+				return nil, 0, err
+			}
+		}
+		t.lastLang.Store(int32(lang + 1))
+		if err := params.SetLanguage(t.autoIDs[lang]); err != nil {
+			return nil, lang, err
+		}
+		segs, err := t.decode(ctx, w, params, in)
+		return segs, lang, err
+	}
+	if err := params.SetLanguage(t.autoIDs[lang]); err != nil {
+		return nil, lang, err
+	}
+	segs, err := t.decode(ctx, w, params, in)
+	if err != nil {
+		return nil, lang, err
+	}
+	var found int
+	if t.detectLang != nil { // unit tests of the packing
+		found = t.detectLang(in)
+	} else {
+		var p float64
+		w.thread.do(func() { found, p, err = detectEncoded(w.ctx, t.opts.Threads, t.autoIDs) })
+		if err != nil { // the text is decoded: keep it, in the language it was decoded in
+			t.log.Warn("language detection after decoding failed", "err", err)
+			return segs, lang, nil
+		}
+		t.log.Debug("language detected on the decoded utterance", "decoded", AutoLanguages[lang],
+			"detected", AutoLanguages[found], "p", p)
+	}
+	if found == lang {
+		return segs, lang, nil
+	}
+	t.lastLang.Store(int32(found + 1))
+	if err := params.SetLanguage(t.autoIDs[found]); err != nil {
+		return nil, found, err
+	}
+	segs, err = t.decode(ctx, w, params, in)
+	return segs, found, err
 }
 
 // detectOn runs whisper's language detection on w, on w's thread.
