@@ -427,7 +427,7 @@ func TestRouterSpottedName(t *testing.T) {
 	}
 	// "The gutter is blocked. Agora, is it urgent?" as tiny.en wrote it; the
 	// spotter reports the name's end later than whisper's clock (wake.spotLag).
-	h := Heard{Text: "The gutter is blocked. I've got a is it urgent?", Source: "mic", Spotted: true, SpotEnd: 2800 * time.Millisecond,
+	h := Heard{Text: "The gutter is blocked. I've got a is it urgent?", Source: "mic", Spot: &wake.Spot{Score: 0.999, End: 2800 * time.Millisecond, Heard: true},
 		Words: []wake.Word{word("The", 0, 200), word("gutter", 200, 600), word("is", 600, 700), word("blocked.", 700, 1300),
 			word("I've", 1600, 1800), word("got", 1800, 2000), word("a", 2000, 2100), word("is", 2300, 2400), word("it", 2400, 2500), word("urgent?", 2500, 3000)}}
 	out, err := r.Handle(context.Background(), h)
@@ -439,7 +439,7 @@ func TestRouterSpottedName(t *testing.T) {
 		t.Errorf("spotted name: wake %q, mode %s, outbox %q; want feedback, %q", out.Wake, r.Mode(), got, want)
 	}
 	// The same text without the spotter's verdict is a question in feedback mode.
-	h2 := Heard{Text: "I don't really listen.", Source: "mic", Spotted: true, SpotEnd: 1350 * time.Millisecond,
+	h2 := Heard{Text: "I don't really listen.", Source: "mic", Spot: &wake.Spot{Score: 0.999, End: 1350 * time.Millisecond, Heard: true},
 		Words: []wake.Word{word("I", 0, 200), word("don't", 200, 500), word("really", 500, 800), word("listen.", 900, 1400)}}
 	if out, err := r.Handle(context.Background(), h2); err != nil || out.Wake != wake.Listen || r.Mode() != buffer.ModeListen {
 		t.Errorf("spotted name + listen: %+v, %v, mode %s; want listen", out, err, r.Mode())
