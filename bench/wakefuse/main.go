@@ -85,20 +85,22 @@ func run(in io.Reader, out io.Writer, sure, fuse, like float64) error {
 		if err := json.Unmarshal(line, &all); err != nil {
 			return err
 		}
-		if u.Spot == nil {
-			return fmt.Errorf("a line without the spotter's score: run agorad transcribe with the spotter on")
-		}
 		words := make([]wake.Word, len(u.Words))
 		for i, x := range u.Words {
 			words[i] = wake.Word{Text: x.Text, Start: time.Duration(x.StartMS) * time.Millisecond, End: time.Duration(x.EndMS) * time.Millisecond}
 		}
-		end := time.Duration(u.Spot.EndMS) * time.Millisecond
-		m := rules.MatchSpot(u.Text, words, wake.Spot{Score: u.Spot.Score, End: end, Heard: u.Spot.Score >= sure})
+		// Without the spotter's score (whisper wrote nothing: the spotter
+		// is not asked) the text alone decides.
+		m := rules.Match(u.Text)
+		if u.Spot != nil {
+			end := time.Duration(u.Spot.EndMS) * time.Millisecond
+			m = rules.MatchSpot(u.Text, words, wake.Spot{Score: u.Spot.Score, End: end, Heard: u.Spot.Score >= sure})
+			all["name_like"] = rules.NameLike(words, end)
+		}
 		all["wake"] = nil
 		if m.Action != wake.None {
 			all["wake"] = wakeJSON{Action: m.Action, Remainder: m.Remainder, Before: m.Before}
 		}
-		all["name_like"] = rules.NameLike(words, end)
 		b, err := json.Marshal(all)
 		if err != nil {
 			return err

@@ -311,7 +311,7 @@ func transcribeSource(ctx context.Context, file string, src audio.Source, det pr
 		}
 		out.Wake = wakeOf(m)
 		if hit != nil {
-			out.Spot = &spotJSON{Score: math.Round(hit.Score*1000) / 1000, EndMS: hit.End.Milliseconds(), Heard: hit.Heard, MS: spotMS}
+			out.Spot = &spotJSON{Score: math.Round(hit.Score*1e5) / 1e5, EndMS: hit.End.Milliseconds(), Heard: hit.Heard, MS: spotMS}
 			out.TextWake = wakeOf(textOnly)
 			// Every scored utterance's words: the benchmark rescores the
 			// fused verdict at other thresholds without whisper.

@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/agora/agorad/cmd/agorad/internal/sdnotify"
 	"github.com/agora/agorad/configs"
