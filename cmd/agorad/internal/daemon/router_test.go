@@ -448,3 +448,55 @@ func TestRouterSpottedName(t *testing.T) {
 		t.Errorf("after the switch back the outbox is %q, want %q", got, want)
 	}
 }
+
+// TestRouterFusedSpot: a spotter score below its threshold reaches the
+// router too; with wake.fuse set, it wakes where whisper wrote something
+// name-like at the spotter's place and not where it wrote other words.
+func TestRouterFusedSpot(t *testing.T) {
+	cfg := wake.DefaultConfig()
+	cfg.Fuse, cfg.FuseLike = 0.7, 0.6
+	rules, err := wake.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	word := func(text string, a, b int) wake.Word {
+		return wake.Word{Text: text, Start: time.Duration(a) * time.Millisecond, End: time.Duration(b) * time.Millisecond}
+	}
+	tests := []struct {
+		name  string
+		h     Heard
+		wake  wake.Action
+		mode  buffer.Mode
+		texts []string
+	}{
+		{"band score, name-like words at the place", Heard{Text: "I've got a is it urgent?", Source: "mic",
+			Spot:  &wake.Spot{Score: 0.8, End: 1100 * time.Millisecond},
+			Words: []wake.Word{word("I've", 0, 200), word("got", 200, 400), word("a", 400, 500), word("is", 700, 800), word("it", 800, 900), word("urgent?", 900, 1400)}},
+			wake.Feedback, buffer.ModeFeedback, []string{"is it urgent?"}},
+		{"band score, other words at the place", Heard{Text: "The wall is done.", Source: "mic",
+			Spot:  &wake.Spot{Score: 0.8, End: 1100 * time.Millisecond},
+			Words: []wake.Word{word("The", 0, 200), word("wall", 200, 500), word("is", 500, 700), word("done.", 700, 1100)}},
+			wake.None, buffer.ModeListen, nil},
+		{"below the band", Heard{Text: "I've got a is it urgent?", Source: "mic",
+			Spot:  &wake.Spot{Score: 0.5, End: 1100 * time.Millisecond},
+			Words: []wake.Word{word("I've", 0, 200), word("got", 200, 400), word("a", 400, 500), word("is", 700, 800), word("it", 800, 900), word("urgent?", 900, 1400)}},
+			wake.None, buffer.ModeListen, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := openStore(t, t.TempDir())
+			defer st.Close()
+			r, err := NewRouter(RouterOptions{Store: st, Rules: rules, Sounds: &recordingSounder{}, Online: func() bool { return false }, DefaultMode: buffer.ModeListen})
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := r.Handle(context.Background(), tt.h)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := pendingTexts(t, st); out.Wake != tt.wake || r.Mode() != tt.mode || !slices.Equal(got, tt.texts) {
+				t.Errorf("wake %q, mode %s, outbox %q; want %q, %s, %q", out.Wake, r.Mode(), got, tt.wake, tt.mode, tt.texts)
+			}
+		})
+	}
+}
