@@ -126,3 +126,22 @@ func TestFuseValidate(t *testing.T) {
 		}
 	}
 }
+
+// BenchmarkMatchSpot: the fused verdict on a misheard name in the band,
+// the daemon's extra work per utterance beside the spotter's.
+func BenchmarkMatchSpot(b *testing.B) {
+	cfg := DefaultConfig()
+	cfg.Fuse, cfg.FuseLike = 0.9, 0.8
+	r, err := New(cfg)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var ws []Word
+	for i, w := range strings.Fields("I think we should ask how to learn about the insulation in the attic before the winter") {
+		ws = append(ws, Word{Text: w, Start: time.Duration(i) * 250 * time.Millisecond, End: time.Duration(i+1) * 250 * time.Millisecond})
+	}
+	text := "I think we should ask how to learn about the insulation in the attic before the winter"
+	for b.Loop() {
+		r.MatchSpot(text, ws, Spot{Score: 0.95, End: 2 * time.Second})
+	}
+}

@@ -9,6 +9,9 @@
 #   SURE  "0.99 0.995"       the spotter's own threshold
 #   FUSE  "0 0.5 0.7 0.9"    the band's floor (0: off, the spotter alone)
 #   LIKE  "0.6 0.7"          wake.fuse_like
+#   BABBLE_HOURS  the babble the runs' babble files were picked from, when
+#         they are only those where the spotter alone (kwsbench -dump) came
+#         near the band: the others cannot wake in it (default: the files run)
 # Each RUN.jsonl needs its RUN.jsonl.files (run.sh writes it); the runs'
 # rows are pooled (e.g. positives from one run, babble from another).
 set -euo pipefail
@@ -30,13 +33,14 @@ score() { # label, rescored jsonl per run (in $tmp/r*.jsonl)
       --files "$run.files" --json "$tmp/s$i.json" >/dev/null
     out+=("$tmp/s$i.json")
   done
-  jq -rs --arg label "$label" --arg langs "$langs" '
-    def cell(k): [.[] | .[k] // empty] as $c | if ($c | length) == 0 then "–" else
+  jq -rs --arg lab "$label" --arg langs "$langs" --arg bhall "${BABBLE_HOURS:-}" '
+    . as $all |
+    def cell($k): [$all[] | .[$k] // empty] as $c | if ($c | length) == 0 then "–" else
       ([$c[] | .[0][0] + .[1][0]] | add) as $n | ([$c[] | .[0][1] + .[1][1]] | add) as $d |
       "\($n)/\($d) (\(if $d > 0 then ($n * 100 / $d | round) else 0 end) %)" end;
     ([.[] | .false.babble // 0] | add) as $bw |
-    ([.[] | .neg_hours_by_kind.babble // 0] | add) as $bh |
-    "| \($label) | " + ([($langs | split(","))[] as $l | ("start", "mid", "listen") | cell("\($l)-\(.)")] | join(" | ")) +
+    (if $bhall != "" then ($bhall | tonumber) else ([.[] | .neg_hours_by_kind.babble // 0] | add) end) as $bh |
+    "| \($lab) | " + ([($langs | split(","))[] as $l | ("start", "mid", "listen") | cell("\($l)-\(.)")] | join(" | ")) +
     " | \([.[] | .nearmiss | length] | add) | \([.[] | .false.clip // 0] | add) | \(if $bh > 0 then "\($bw) (\($bw / $bh * 10 | round / 10)/h)" else "–" end) |"' "${out[@]}"
 }
 hdr="| setting |"
