@@ -61,15 +61,15 @@ const MaxBias = 12.0
 
 // DefaultFuse and DefaultFuseLike are Config.Fuse and Config.FuseLike
 // unless configured, chosen on the wake benchmark (bench/wakefuse;
-// docs/wake.md has the table): with tiny.en, scores from 0.9 where whisper
-// wrote the name within one edit of its sound (NameLike 0.8: "Agra",
-// "Agor", "Ach go ra") took the name at the start from 67 % to 79 % and
-// mid-sentence from 26 % to 35 %, with no shared recording waking and
-// false wakes on babble from 3 to 4 an hour; a looser likeness (0.6: "I've
-// got a", "a dollar") let three times as much babble through, and a floor
-// of 0.7 woke on "a gore a" (base writes "a Laura", the spotter 0.85).
+// docs/wake.md has the table): with tiny.en, scores from 0.95 where
+// whisper wrote the name within one edit of its sound (NameLike 0.8:
+// "Agra", "Agor", "Ach go ra") took the name at the start from 67 % to 77 %
+// and mid-sentence from 26 % to 30 %, with no shared recording and no more
+// babble waking (3 an hour); a looser likeness (0.6: "I've got a", "a
+// dollar") let twice as much babble through, and floors of 0.7 and 0.9
+// woke base on the near-miss "a gore a" (written "a Laura").
 const (
-	DefaultFuse     = 0.9
+	DefaultFuse     = 0.95
 	DefaultFuseLike = 0.8
 )
 
