@@ -107,6 +107,12 @@ type Wake struct {
 	// SpotterThreshold is the score from which the spotter counts the name
 	// as said; 0 means the trained head's own.
 	SpotterThreshold float64 `yaml:"spotter_threshold"`
+	// Fuse and FuseLike: a spotter score from Fuse up (below its
+	// threshold) wakes where whisper wrote something that sounds like the
+	// name (wake.Config.Fuse, FuseLike); unset means the wake package's
+	// defaults, fuse 0 turns it off.
+	Fuse     *float64 `yaml:"fuse"`
+	FuseLike *float64 `yaml:"fuse_like"`
 }
 
 // SpotterMode is Spotter with its default.
@@ -132,6 +138,12 @@ func (w Wake) Rules() wake.Config {
 	}
 	if w.Bias != nil {
 		cfg.Bias = *w.Bias
+	}
+	if w.Fuse != nil {
+		cfg.Fuse = *w.Fuse
+	}
+	if w.FuseLike != nil {
+		cfg.FuseLike = *w.FuseLike
 	}
 	return cfg
 }

@@ -42,6 +42,14 @@
 //     wake phrase; otherwise the words whisper wrote where the name was
 //     said (by their times) are the name, and the rules above apply as if
 //     it were written there.
+//   - MatchSpot fuses the spotter's score with the text: a score at the
+//     spotter's own threshold is the name (MatchHeard); a score in the
+//     band from Config.Fuse up is the name only where the words whisper
+//     wrote at the spotter's place sound like it (NameLike: a coarse
+//     phonetic key of one to three words, within one or two edits of the
+//     name's, at least Config.FuseLike); below the band, the text alone.
+//     Rejected words at the place veto in either case. Fuse 0 is the
+//     spotter alone.
 //
 // Rules are immutable after New and safe for concurrent use.
 package wake

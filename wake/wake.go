@@ -39,6 +39,16 @@ type Config struct {
 	// decoding: whisper writes the name where the audio makes it at most
 	// that much less likely than its own best guess. 0 turns it off.
 	Bias float64 `yaml:"bias"`
+	// Fuse is the keyword spotter's score from which it hears the name
+	// where whisper wrote something that sounds like it (NameLike at least
+	// FuseLike): below the spotter's own threshold, the two together
+	// (Rules.MatchSpot). 0 turns it off: the spotter alone, at its
+	// threshold.
+	Fuse float64 `yaml:"fuse"`
+	// FuseLike is how much whisper's words at the spotter's place must
+	// sound like the name (Rules.NameLike, 0 to 1) for a score in the fuse
+	// band to wake.
+	FuseLike float64 `yaml:"fuse_like"`
 }
 
 // DefaultBias is Config.Bias unless configured: the strength chosen on the
@@ -48,6 +58,20 @@ const DefaultBias = 0.0
 // MaxBias bounds Config.Bias: past it whisper writes the name over any
 // speech at all.
 const MaxBias = 12.0
+
+// DefaultFuse and DefaultFuseLike are Config.Fuse and Config.FuseLike
+// unless configured, chosen on the wake benchmark (bench/wakefuse;
+// docs/wake.md has the table): with tiny.en, scores from 0.95 where
+// whisper wrote the name within one edit of its sound (NameLike 0.8:
+// "Agra", "Agor", "Ach go ra") took the name at the start from 67 % to 77 %
+// and mid-sentence from 26 % to 30 %, with no shared recording and no more
+// babble waking (3 an hour); a looser likeness (0.6: "I've got a", "a
+// dollar") let twice as much babble through, and floors of 0.7 and 0.9
+// woke base on the near-miss "a gore a" (written "a Laura").
+const (
+	DefaultFuse     = 0.95
+	DefaultFuseLike = 0.8
+)
 
 // Hotwords are the wake words whisper is pushed toward: the one-word
 // entries of Words. A phrase ("hey agora") is not biased as a whole: its
@@ -81,7 +105,9 @@ func DefaultConfig() Config {
 			"angora", "agra", "ahora", "agoras", "agorae",
 			"agorafobie", "agorafobisch", "agoraphobia", "agoraphobic",
 		},
-		Bias: DefaultBias,
+		Bias:     DefaultBias,
+		Fuse:     DefaultFuse,
+		FuseLike: DefaultFuseLike,
 	}
 }
 
@@ -107,6 +133,12 @@ func (c Config) Validate() error {
 	}
 	if math.IsNaN(c.Bias) || c.Bias < 0 || c.Bias > MaxBias {
 		return fmt.Errorf("wake.bias: %v: want 0 (off) to %v", c.Bias, MaxBias)
+	}
+	if math.IsNaN(c.Fuse) || c.Fuse < 0 || c.Fuse >= 1 {
+		return fmt.Errorf("wake.fuse: %v: want 0 (off) or a spotter score below 1", c.Fuse)
+	}
+	if c.Fuse > 0 && (math.IsNaN(c.FuseLike) || c.FuseLike <= 0 || c.FuseLike > 1) {
+		return fmt.Errorf("wake.fuse_like: %v: want a similarity above 0, at most 1", c.FuseLike)
 	}
 	if err := check("words", c.Words); err != nil {
 		return err
@@ -145,6 +177,9 @@ type Rules struct {
 	fuzzyListen []string        // sound keys of the one-word listen words, for a lone last word
 	reject      map[string]bool // sound keys of Config.Reject
 	name        string          // the first wake word, as configured: what MatchHeard writes for a spotted name
+	nameKey     string          // phoneKey of name: what NameLike compares with
+	fuse        float64         // Config.Fuse
+	fuseLike    float64         // Config.FuseLike
 }
 
 // Fuzzy matching limits. A sound key shorter than minFuzzy letters is
@@ -161,7 +196,9 @@ func New(cfg Config) (*Rules, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	r := &Rules{words: phrases(cfg.Words), listen: phrases(cfg.ListenWords), reject: map[string]bool{}, name: strings.TrimSpace(cfg.Words[0])}
+	r := &Rules{words: phrases(cfg.Words), listen: phrases(cfg.ListenWords), reject: map[string]bool{}, name: strings.TrimSpace(cfg.Words[0]),
+		fuse: cfg.Fuse, fuseLike: cfg.FuseLike}
+	r.nameKey = phoneKey(r.name)
 	for _, w := range cfg.Words {
 		if toks := tokens(w); len(toks) == 1 {
 			if k := soundKey(toks); len(k) >= minFuzzy {

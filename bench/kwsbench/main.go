@@ -41,6 +41,7 @@ func main() {
 	dir := flag.String("kws", "models/kws", "the spotter's front end")
 	refractory := flag.Duration("refractory", 1500*time.Millisecond, "one trigger per this much audio")
 	headFile := flag.String("head", "", "a head file to measure instead of the built-in one")
+	dump := flag.String("dump", "", "also write each file's windows scoring 0.5 or more here (file, end in s, score): which files to run whisper on (bench/wakefuse)")
 	flag.Parse()
 	head, err := kws.DefaultHead()
 	if *headFile != "" {
@@ -76,6 +77,11 @@ func main() {
 		}
 	}
 	took := time.Since(start)
+	if *dump != "" {
+		if err := dumpWindows(*dump, rows, 0.5); err != nil {
+			fail(err)
+		}
+	}
 	fmt.Printf("# kwsbench: %d files, %.2f h of audio scored in %s (%.1f%% of real time, one thread); head threshold %.2f; %s\n\n",
 		len(rows), audioSec/3600, took.Round(time.Second), 100*took.Seconds()/audioSec, head.Threshold, head.Trained)
 	thresholds := []float64{0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99, 0.995, 0.999}
@@ -154,6 +160,19 @@ func main() {
 		fmt.Printf(" %.2f (%d in %.2f h) | %d of %d | %d (%d) |\n",
 			float64(falseN)/max(negSec/3600, 1e-9), falseN, negSec/3600, clipN, clips, nearN, nearOther)
 	}
+}
+
+// dumpWindows writes the windows of rows scoring at least th, one a line.
+func dumpWindows(path string, rows []row, th float64) error {
+	var b strings.Builder
+	for _, r := range rows {
+		for i, sc := range r.scores {
+			if sc >= th {
+				fmt.Fprintf(&b, "%s\t%.2f\t%.5f\n", r.file, float64(r.ends[i])/audio.SampleRate, sc)
+			}
+		}
+	}
+	return os.WriteFile(path, []byte(b.String()), 0o644)
 }
 
 // triggers counts the windows at or over th, at most one per refractory

@@ -84,6 +84,7 @@ def main() -> int:
     det: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
     rem_err = rem_len = 0
     neg_seconds = 0.0
+    kind_seconds: dict[str, float] = defaultdict(float)
     false: dict[str, int] = defaultdict(int)
     nearmiss_files: list[str] = []
     missing = 0
@@ -119,7 +120,9 @@ def main() -> int:
                 rem_err += edits(ref, words(got))
                 rem_len += len(ref)
         else:
-            neg_seconds += seconds(a.corpus / r["file"])
+            secs = seconds(a.corpus / r["file"])
+            neg_seconds += secs
+            kind_seconds[r["kind"]] += secs
             false[r["kind"]] += len(wakes)
             if wakes and r["kind"] == "nearmiss":
                 nearmiss_files.append(f"{r['file']}: {wakes[0]['text']!r}")
@@ -158,6 +161,7 @@ def main() -> int:
             "neg_hours": hours,
             "false": dict(false),
             "false_per_hour": total_false / max(hours, 1e-9),
+            "neg_hours_by_kind": {k: v / 3600 for k, v in sorted(kind_seconds.items())},
             "nearmiss": nearmiss_files,
             "remainder_wer": wer,
             "spot_ms": spot_ms,

@@ -81,8 +81,8 @@ type utteranceJSON struct {
 	// TextWake is what whisper's text alone says, when the spotter runs: one
 	// run measures both (bench/wakebench).
 	TextWake *wakeJSON `json:"text_wake,omitempty"`
-	// Words are whisper's words with their times, when the spotter heard the
-	// name: what wake.Rules.MatchHeard placed it among.
+	// Words are whisper's words with their times, when the spotter ran:
+	// what wake.Rules.MatchSpot placed the name among.
 	Words []wordJSON `json:"words,omitempty"`
 }
 
@@ -128,6 +128,8 @@ func cmdTranscribe(ctx context.Context, args []string, stdout, stderr io.Writer,
 	wakeBias := fs.Float64("wake-bias", wake.DefaultBias, "logit bias toward the wake word's tokens, as the daemon's wake.bias (0: off)")
 	spotDir := fs.String("spotter", "", "keyword spotter: directory of its front end, or \"off\" (default: kws/ in the model places, off with a warning when missing)")
 	spotThreshold := fs.Float64("spotter-threshold", 0, "keyword spotter threshold (0: the trained head's)")
+	wakeFuse := fs.Float64("wake-fuse", wake.DefaultFuse, "spotter score from which a name whisper wrote something like counts, as the daemon's wake.fuse (0: off)")
+	wakeFuseLike := fs.Float64("wake-fuse-like", wake.DefaultFuseLike, "how much whisper's words must sound like the name in the fuse band, as wake.fuse_like")
 	pack := fs.Bool("pack", true, "pack consecutive utterances into shared 30 s whisper windows (one call per window, not per utterance)")
 	verbose := fs.Bool("v", false, "log debug details (whisper's own logging included) on stderr")
 	fs.Usage = func() {
@@ -171,6 +173,7 @@ func cmdTranscribe(ctx context.Context, args []string, stdout, stderr io.Writer,
 	}
 	wcfg := wake.DefaultConfig()
 	wcfg.Bias = *wakeBias
+	wcfg.Fuse, wcfg.FuseLike = *wakeFuse, *wakeFuseLike
 	rules, err := wake.New(wcfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "agorad transcribe: %v\n", err)
@@ -308,9 +311,11 @@ func transcribeSource(ctx context.Context, file string, src audio.Source, det pr
 		}
 		out.Wake = wakeOf(m)
 		if hit != nil {
-			out.Spot = &spotJSON{Score: math.Round(hit.Score*1000) / 1000, EndMS: hit.End.Milliseconds(), Heard: hit.Heard, MS: spotMS}
+			out.Spot = &spotJSON{Score: math.Round(hit.Score*1e5) / 1e5, EndMS: hit.End.Milliseconds(), Heard: hit.Heard, MS: spotMS}
 			out.TextWake = wakeOf(textOnly)
-			if hit.Heard {
+			// Every scored utterance's words: the benchmark rescores the
+			// fused verdict at other thresholds without whisper.
+			if res.Text != "" {
 				for _, w := range res.Words {
 					out.Words = append(out.Words, wordJSON{Text: w.Text, StartMS: w.Start.Milliseconds(), EndMS: w.End.Milliseconds()})
 				}

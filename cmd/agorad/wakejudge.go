@@ -9,7 +9,7 @@ import (
 
 // wakeJudge decides what an utterance asks: whisper's text through the
 // wake rules, and, when the keyword spotter runs, the name heard in the
-// audio itself (wake.Rules.MatchHeard).
+// audio itself, fused with what whisper wrote there (wake.Rules.MatchSpot).
 type wakeJudge struct {
 	rules *wake.Rules
 	spot  *kws.Spotter // nil: text alone
@@ -27,10 +27,7 @@ func (j wakeJudge) match(samples []float32, res transcribe.Result) (m, text wake
 	if err != nil {
 		return wake.Match{}, wake.Match{}, nil, err
 	}
-	if !h.Heard {
-		return text, text, &h, nil
-	}
-	return j.rules.MatchHeard(res.Text, res.Words, h.End), text, &h, nil
+	return j.rules.MatchSpot(res.Text, res.Words, wake.Spot{Score: h.Score, End: h.End, Heard: h.Heard}), text, &h, nil
 }
 
 // openSpotter opens the keyword spotter with the built-in head: its front

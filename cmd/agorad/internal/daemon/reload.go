@@ -6,7 +6,6 @@ import (
 	"slices"
 	"strings"
 	"sync"
-	"time"
 
 	"github.com/agora/agorad/cmd/agorad/internal/sdnotify"
 	"github.com/agora/agorad/configs"
@@ -133,12 +132,13 @@ func (w *wakeRules) Match(text string) wake.Match {
 	return r.Match(text)
 }
 
-// MatchHeard places a name the keyword spotter heard with the current rules.
-func (w *wakeRules) MatchHeard(text string, words []wake.Word, nameEnd time.Duration) wake.Match {
+// MatchSpot fuses the keyword spotter's verdict with the text under the
+// current rules.
+func (w *wakeRules) MatchSpot(text string, words []wake.Word, s wake.Spot) wake.Match {
 	w.mu.Lock()
 	r := w.r
 	w.mu.Unlock()
-	return r.MatchHeard(text, words, nameEnd)
+	return r.MatchSpot(text, words, s)
 }
 
 func (w *wakeRules) set(r *wake.Rules) {

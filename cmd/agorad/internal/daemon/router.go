@@ -143,8 +143,8 @@ func (r *Router) Handle(ctx context.Context, h Heard) (out Outcome, err error) {
 		return out, r.release(h.AudioID)
 	}
 	var m wake.Match
-	if h.Spotted {
-		m = r.rules.MatchHeard(text, h.Words, h.SpotEnd)
+	if h.Spot != nil {
+		m = r.rules.MatchSpot(text, h.Words, *h.Spot)
 	} else {
 		m = r.rules.Match(text)
 	}

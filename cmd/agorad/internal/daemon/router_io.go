@@ -22,7 +22,7 @@ type Store interface {
 // Matcher finds wake phrases in a transcript.
 type Matcher interface {
 	Match(text string) wake.Match
-	MatchHeard(text string, words []wake.Word, nameEnd time.Duration) wake.Match
+	MatchSpot(text string, words []wake.Word, s wake.Spot) wake.Match
 }
 
 // Sounder plays a named earcon; it must not block on the audio device.
@@ -41,11 +41,11 @@ type Heard struct {
 	Duration   time.Duration
 	Source     string // "mic", "ptt", "typed", "file:<name>", "journal"
 	AudioID    string // journal entry of the audio; released when the text is stored
-	// Spotted: the keyword spotter heard the name in the audio, ending at
-	// SpotEnd; Words place it in the text (wake.Rules.MatchHeard).
-	Spotted bool
-	SpotEnd time.Duration
-	Words   []wake.Word
+	// Spot is the keyword spotter's verdict on the audio (nil: it did not
+	// score it); Words place the name it heard in the text
+	// (wake.Rules.MatchSpot fuses the two).
+	Spot  *wake.Spot
+	Words []wake.Word
 }
 
 // Outcome says what the router did with one Heard, for status, metrics and tests.

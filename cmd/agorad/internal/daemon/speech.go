@@ -15,6 +15,7 @@ import (
 	"github.com/agora/agorad/cmd/agorad/internal/metrics"
 	"github.com/agora/agorad/transcribe"
 	"github.com/agora/agorad/transcribe/model"
+	"github.com/agora/agorad/wake"
 	"github.com/agora/agorad/wake/kws"
 )
 
@@ -427,7 +428,7 @@ func (sp *speech) route(ctx context.Context, j job, res transcribe.Result, hit *
 	out, err := sp.router.Handle(ctx, Heard{
 		Text: res.Text, Lang: res.Lang, Confidence: res.Confidence,
 		StartedAt: j.started, Duration: j.duration, Source: j.source, AudioID: j.audioID,
-		Spotted: hit != nil && hit.Heard, SpotEnd: spotEnd(hit), Words: res.Words,
+		Spot: spotOf(hit), Words: res.Words,
 	})
 	if err != nil {
 		sp.refusals.noteRefusal(err)
@@ -454,9 +455,10 @@ func rtf(r transcribe.Result) float64 {
 	return r.ProcessingTime.Seconds() / r.AudioDuration.Seconds()
 }
 
-func spotEnd(h *kws.Hit) time.Duration {
+// spotOf is the spotter's verdict for the router, nil when it did not run.
+func spotOf(h *kws.Hit) *wake.Spot {
 	if h == nil {
-		return 0
+		return nil
 	}
-	return h.End
+	return &wake.Spot{Score: h.Score, End: h.End, Heard: h.Heard}
 }
