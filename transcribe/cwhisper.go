@@ -248,10 +248,7 @@ func runFull(ctx *whisper.Context, params *whisper.Params, samples []float32, qu
 // detectLanguage returns the index in ids of the language whisper finds most
 // likely for samples, and its probability among ids.
 func detectLanguage(ctx *whisper.Context, samples []float32, threads int, langIDs []int) (int, float64, error) {
-	ids := make([]C.int, len(langIDs))
-	for i, id := range langIDs {
-		ids[i] = C.int(id)
-	}
+	ids := cInts(langIDs)
 	var p C.float
 	i := C.agora_detect((*C.struct_whisper_context)(unsafe.Pointer(ctx)),
 		(*C.float)(unsafe.Pointer(&samples[0])), C.int(len(samples)), C.int(threads),
@@ -265,17 +262,23 @@ func detectLanguage(ctx *whisper.Context, samples []float32, threads int, langID
 // detectEncoded is detectLanguage over the encoder output the last
 // whisper_full on ctx left in its state: one decoder step, no encoder pass.
 func detectEncoded(ctx *whisper.Context, threads int, langIDs []int) (int, float64, error) {
-	ids := make([]C.int, len(langIDs))
-	for i, id := range langIDs {
-		ids[i] = C.int(id)
-	}
+	ids := cInts(langIDs)
 	var p C.float
-	i := C.agora_detect_encoded((*C.struct_whisper_context)(unsafe.Pointer(ctx)), C.int(threads),
+	i := C.agora_detect_encoded(cctx(ctx), C.int(threads),
 		&ids[0], C.int(len(ids)), &p)
 	if i < 0 {
 		return 0, 0, errors.New("whisper language detection (decoder step) failed")
 	}
 	return int(i), float64(p), nil
+}
+
+// cInts is langIDs as C ints, for the detection helpers.
+func cInts(langIDs []int) []C.int {
+	ids := make([]C.int, len(langIDs))
+	for i, id := range langIDs {
+		ids[i] = C.int(id)
+	}
+	return ids
 }
 
 // freePrompt releases the C string the binding's SetInitialPrompt allocated.

@@ -367,30 +367,28 @@ func (t *Transcriber) transcribe(ctx context.Context, samples []float32, after f
 // (issue 24). The first utterance is detected first (its own pass).
 // Returns the segments and the index in AutoLanguages of their language.
 func (t *Transcriber) decodeAuto(ctx context.Context, w *wctx, params *whisper.Params, in []float32) ([]segment, int, error) {
-	lang := int(t.lastLang.Load()) - 1
-	if lang < 0 {
-		// No utterance yet: a guess that is wrong costs a whole decoding in
-		// the wrong language (measured: Dutch decoded as English ran into
-		// temperature fallbacks, 3x the CPU), so detect first, as before.
-		if t.detectLang != nil { // unit tests of the packing
-			lang = t.detectLang(in)
-		} else {
-			var err error
-			if lang, _, err = t.detectOn(w, in); err != nil {
-				return nil, 0, err
-			}
-		}
-		t.lastLang.Store(int32(lang + 1))
+	decodeIn := func(lang int) ([]segment, int, error) {
 		if err := params.SetLanguage(t.autoIDs[lang]); err != nil {
 			return nil, lang, err
 		}
 		segs, err := t.decode(ctx, w, params, in)
 		return segs, lang, err
 	}
-	if err := params.SetLanguage(t.autoIDs[lang]); err != nil {
-		return nil, lang, err
+	lang := int(t.lastLang.Load()) - 1
+	if lang < 0 {
+		// No utterance yet: a guess that is wrong costs a whole decoding in
+		// the wrong language (measured: Dutch decoded as English ran into
+		// temperature fallbacks, 3x the CPU), so detect first, as before.
+		var err error
+		if t.detectLang != nil { // unit tests of the packing
+			lang = t.detectLang(in)
+		} else if lang, _, err = t.detectOn(w, in); err != nil {
+			return nil, 0, err
+		}
+		t.lastLang.Store(int32(lang + 1))
+		return decodeIn(lang)
 	}
-	segs, err := t.decode(ctx, w, params, in)
+	segs, _, err := decodeIn(lang)
 	if err != nil {
 		return nil, lang, err
 	}
@@ -411,11 +409,7 @@ func (t *Transcriber) decodeAuto(ctx context.Context, w *wctx, params *whisper.P
 		return segs, lang, nil
 	}
 	t.lastLang.Store(int32(found + 1))
-	if err := params.SetLanguage(t.autoIDs[found]); err != nil {
-		return nil, found, err
-	}
-	segs, err = t.decode(ctx, w, params, in)
-	return segs, found, err
+	return decodeIn(found)
 }
 
 // detectOn runs whisper's language detection on w, on w's thread.

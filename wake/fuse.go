@@ -96,37 +96,16 @@ func phoneKey(text string) string {
 		}
 		spoken = append(spoken, t.norm)
 	}
-	s := strings.Join(spoken, " ")
+	rs := []rune(strings.Join(spoken, " "))
 	var b strings.Builder
 	var last rune
-	rs := []rune(s)
 	for i := 0; i < len(rs); i++ {
-		c := rs[i]
-		var k rune
-		switch c {
-		case 'a', 'e', 'i', 'o', 'u', 'y':
-			k = 'a'
-		case 'g', 'k', 'q', 'x', 'j':
-			k = 'k'
-		case 'c':
-			k = 'k'
-			if i+1 < len(rs) && rs[i+1] == 'h' {
-				i++ // "ch" as in Dutch "ach": one sound
-			}
-		case 'd', 't':
-			k = 't'
-		case 'b', 'p':
-			k = 'p'
-		case 'f', 'v':
-			k = 'f'
-		case 's', 'z':
-			k = 's'
-		case 'l', 'r':
-			k = 'r'
-		case 'm', 'n':
-			k = 'n'
-		default:
+		k, ok := phoneClass[rs[i]]
+		if !ok {
 			continue // h, w, apostrophes, spaces: no sound of their own here
+		}
+		if rs[i] == 'c' && i+1 < len(rs) && rs[i+1] == 'h' {
+			i++ // "ch" as in Dutch "ach": one sound
 		}
 		if k != last {
 			b.WriteRune(k)
@@ -135,6 +114,17 @@ func phoneKey(text string) string {
 	}
 	return b.String()
 }
+
+// phoneClass is each letter's class in phoneKey.
+var phoneClass = func() map[rune]rune {
+	m := map[rune]rune{}
+	for class, letters := range map[rune]string{'a': "aeiouy", 'k': "gkqxjc", 't': "dt", 'p': "bp", 'f': "fv", 's': "sz", 'r': "lr", 'n': "mn"} {
+		for _, c := range letters {
+			m[c] = class
+		}
+	}
+	return m
+}()
 
 var numberWords = []string{"zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"}
 
