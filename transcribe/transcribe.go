@@ -445,7 +445,7 @@ func (t *Transcriber) decodeWindow(ctx context.Context, w *wctx, params *whisper
 		if err != nil {
 			return nil, n, err
 		}
-		why := steppedBroken(segs, w.passes, len(in), n)
+		why := steppedBroken(segs, w.passes, n)
 		t.log.Debug("stepped encoder window", "audio_ctx", n, "broken", why)
 		if why == "" {
 			return segs, n, nil
