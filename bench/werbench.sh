@@ -47,6 +47,9 @@
 #   PERCLIP 0   ESPEAK_NL 0   ESPEAK_EN 0   AGORAD_BIN (default build/bin/agorad)
 #   AGORAD_MAIN_BIN (for the agoradmain systems)
 #   EVERY 1: every Nth English clip only (a shorter run on a busy machine)
+# OMP_WAIT_POLICY=passive in the environment (all systems get it) keeps
+# OpenMP's spin-waiting out of the CPU column on a busy machine: at load 7
+# on 2 cores it was most of agorad's CPU, and hid the steps' saving.
 # Hypotheses: $OUT/<model>-<lang>-<system>.tsv ("clip<TAB>text<TAB>language");
 # the tables: $OUT/wer.md.
 # The body is one block, parsed before it runs: editing the file during a

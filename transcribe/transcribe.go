@@ -1,7 +1,8 @@
 // Package transcribe turns utterances into text with whisper.cpp: the model
 // is loaded once, each whisper call is greedy over whisper's full 30 s
-// window, and a hallucination guard drops text whisper invents on silence
-// and noise. Model files (finding, fetching, importing) are
+// window (or, with Options.Window steps, a 10.24 s or 15.36 s one when the
+// utterance fits in it with a margin: window.go), and a hallucination guard
+// drops text whisper invents on silence and noise. Model files (finding, fetching, importing) are
 // transcribe/model's job.
 //
 // Invariants: Transcribe is one utterance, one call. TranscribeBatch packs
@@ -24,7 +25,7 @@
 // Detection stays restricted to AutoLanguages.
 //
 // Measured on real weights (issue 15): an encoder window sized to the
-// utterance saves compute but breaks decoding (repetition loops, WER 34 %
+// utterance (not in steps, no margin) saves compute but breaks decoding (repetition loops, WER 34 %
 // against 12 % at the full window), and in whisper.cpp 1.9's flash-attention
 // path it also leaks the previous utterance's audio into the next one (the
 // cross-attention reads the window rounded up to 256 positions, unmasked, and
