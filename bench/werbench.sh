@@ -16,6 +16,9 @@
 # CPU column then compares cost per utterance; state the load next to it.
 # ESPEAK_NL=1 adds Dutch espeak-ng sentences (espeak-ng -v nl, transcripts
 # known) to the Dutch clips of the auto and nl runs; ESPEAK_NL=N the first N.
+# ESPEAK_EN=1 adds the English espeak-ng sentences the tests speak (voice
+# en) to the en and auto runs, scored on their own (manifest language
+# en-espeak, its own table); ESPEAK_EN=N the first N.
 #
 # Systems (SYSTEMS, default all):
 #   agorad agorad-q8_0             agorad transcribe, f16 / q8_0 import
@@ -25,6 +28,11 @@
 #                                  utterance in one process (the daemon's
 #                                  live pattern: model loaded once)
 #   agorad-q4_0                    q4_0 import
+#   agorad*-steps                  --window steps: a 10.24/15.36 s encoder
+#                                  window when the utterance fits with 2 s
+#                                  to spare (issue 24 lever 2), e.g.
+#                                  agorad-q8_0-unpacked-steps beside
+#                                  agorad-q8_0-unpacked
 #   wcli-greedy wcli-q8_0-greedy   whisper-cli -bs 1 -nf -mc 0 (greedy, no
 #   wcli-q4_0-greedy               temperature fallback, no text context)
 #   wcli wcli-q8_0                 whisper-cli defaults (beam 5, best of 5,
@@ -36,9 +44,12 @@
 #
 #   MODELS tiny.en base   THREADS 2   OUT bench/out/wer   NICE 10
 #   LANGS (base only; default "en auto nl")
-#   PERCLIP 0   ESPEAK_NL 0   AGORAD_BIN (default build/bin/agorad)
+#   PERCLIP 0   ESPEAK_NL 0   ESPEAK_EN 0   AGORAD_BIN (default build/bin/agorad)
 #   AGORAD_MAIN_BIN (for the agoradmain systems)
 #   EVERY 1: every Nth English clip only (a shorter run on a busy machine)
+# OMP_WAIT_POLICY=passive in the environment (all systems get it) keeps
+# OpenMP's spin-waiting out of the CPU column on a busy machine: at load 7
+# on 2 cores it was most of agorad's CPU, and hid the steps' saving.
 # Hypotheses: $OUT/<model>-<lang>-<system>.tsv ("clip<TAB>text<TAB>language");
 # the tables: $OUT/wer.md.
 # The body is one block, parsed before it runs: editing the file during a
@@ -55,6 +66,7 @@ NICE=${NICE:-10}
 PERCLIP=${PERCLIP:-0}
 EVERY=${EVERY:-1}
 ESPEAK_NL=${ESPEAK_NL:-0}
+ESPEAK_EN=${ESPEAK_EN:-0}
 CACHE=${AGORAD_MODEL_CACHE:-$(pwd)/build/cache/models}
 mkdir -p "$OUT"
 PY=$(bash bench/peers/setup.sh)
@@ -96,12 +108,34 @@ Speel wat muziek in de woonkamer.
 SENTENCES
 fi
 
+if [ "$ESPEAK_EN" != 0 ]; then
+  i=0
+  while IFS= read -r text; do
+    i=$((i + 1)); [ "$ESPEAK_EN" = 1 ] || [ "$i" -le "$ESPEAK_EN" ] || break
+    c=espeak_en_$i.wav
+    espeak-ng -v en -w "$inroot/raw.wav" "$text"
+    sox "$inroot/raw.wav" -r 16000 -c 1 -b 16 -e signed-integer "$inroot/$c"
+    printf '%s\t0\ten-espeak\t%s\t\tespeak-ng\t-\t-\t-\n' "$c" "$text" >>"$MANIFEST"
+    en="$en $c"
+  done <<'SENTENCES'
+Agora, the door is damaged.
+The crack in the beam is not structural.
+What should I write in the report about the crack in the beam?
+The crack in the beam at frame four is about two millimetres wide.
+Agora, the second valve is leaking.
+The left pump shows a crack in the housing.
+Agora, listen.
+Pressure is normal.
+The gutter on the east side is blocked, and the beam at grid C is deflected.
+SENTENCES
+fi
+
 # model FILE for MODEL and SYSTEM: the f16 import, or a quantized one (made
 # from the CTranslate2 original on first use).
 ggml() {
   local t
   case $2 in
-    *q8_0*|*q4_0*) t=${2#*-}; t=${t%-greedy}; t=${t%-unpacked}
+    *q8_0*|*q4_0*) t=${2#*-}; t=${t%-greedy}; t=${t%-steps}; t=${t%-unpacked}
       local q=$CACHE/ggml-$1-$t.bin
       [ -f "$q" ] || "$AGORAD" model import "$CACHE/ct2/$1" --type "$t" --out "$q" >/dev/null
       echo "$q" ;;
@@ -121,7 +155,8 @@ decode() {
     agorad*)
       local bin=$AGORAD
       case $sys in agoradmain*) bin=${AGORAD_MAIN_BIN:?agoradmain needs AGORAD_MAIN_BIN} ;; esac
-      local pack=(); case $sys in *-unpacked) pack=(--pack=false) ;; esac
+      local pack=(); case $sys in *-unpacked|*-unpacked-steps) pack=(--pack=false) ;; esac
+      case $sys in *-steps) pack+=(--window steps) ;; esac
       "${time[@]}" "$bin" transcribe --model "$(ggml "$model" "$sys")" --vad-model "$VAD" \
         --threads "$THREADS" --lang "$lang" "${pack[@]}" "${files[@]}" >"$out.json" 2>>"$out.err"
       jq -r '[(.file | split("/") | last), .text, .lang] | @tsv' "$out.json" >>"$out" ;;
@@ -184,6 +219,7 @@ done
         go run ./bench/wer -lang nl -manifest "$MANIFEST" "${args[@]}"
       else
         go run ./bench/wer -manifest "$MANIFEST" "${args[@]}"
+        if [ "$ESPEAK_EN" != 0 ]; then echo; go run ./bench/wer -lang en-espeak -manifest "$MANIFEST" "${args[@]}"; fi
         if [ "$lang" = auto ]; then echo; go run ./bench/wer -lang nl -manifest "$MANIFEST" "${args[@]}"; fi
       fi
       ref=; [ -f "$OUT/$model-$lang-fw-int8.tsv.time" ] && read -r _ u s _ <"$OUT/$model-$lang-fw-int8.tsv.time" && ref=$(echo "$u + $s" | bc -l)

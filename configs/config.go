@@ -76,6 +76,9 @@ type Transcribe struct {
 	Threads       int      `yaml:"threads"`
 	InitialPrompt string   `yaml:"initial_prompt"`
 	Contexts      []string `yaml:"contexts"`
+	// Window is whisper's encoder window per utterance: full or steps
+	// (transcribe.Window).
+	Window string `yaml:"window"`
 }
 
 // Segment tunes utterance segmentation.

@@ -216,6 +216,9 @@ func TestValidationNamesField(t *testing.T) {
 		{"device id wildcard", func(c *Config) { c.DeviceID = "a+" }, "device_id:"},
 		{"language", func(c *Config) { c.Transcribe.Language = "de" }, "transcribe.language:"},
 		{"threads", func(c *Config) { c.Transcribe.Threads = -1 }, "transcribe.threads:"},
+		{"window", func(c *Config) { c.Transcribe.Window = "10s" }, "transcribe.window:"},
+		{"window empty", func(c *Config) { c.Transcribe.Window = "" }, "transcribe.window:"},
+		{"window steps", func(c *Config) { c.Transcribe.Window = "steps" }, ""},
 		{"key code", func(c *Config) { c.Input.PTT.KeyCode = 0 }, "input.ptt.key_code:"},
 		{"no capture trigger", func(c *Config) { c.Input.HandsFree = false }, "input.hands_free:"},
 		{"ptt only ok", func(c *Config) {

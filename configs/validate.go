@@ -92,6 +92,7 @@ func (c *Config) Validate() error {
 		bad("models.vad", "is empty (silero-v6.2.0, or a path to a ggml .bin file)")
 	}
 	oneOf("transcribe.language", c.Transcribe.Language, "nl", "en", "auto")
+	oneOf("transcribe.window", c.Transcribe.Window, "full", "steps")
 	if t := c.Transcribe.Threads; t < 0 || t > 256 {
 		bad("transcribe.threads", "%d not in 0..256 (0: all cores)", t)
 	}

@@ -1,7 +1,8 @@
 // Package transcribe turns utterances into text with whisper.cpp: the model
 // is loaded once, each whisper call is greedy over whisper's full 30 s
-// window, and a hallucination guard drops text whisper invents on silence
-// and noise. Model files (finding, fetching, importing) are
+// window (or, with Options.Window steps, a 10.24 s or 15.36 s one when the
+// utterance fits in it with a margin: window.go), and a hallucination guard
+// drops text whisper invents on silence and noise. Model files (finding, fetching, importing) are
 // transcribe/model's job.
 //
 // Invariants: Transcribe is one utterance, one call. TranscribeBatch packs
@@ -24,7 +25,7 @@
 // Detection stays restricted to AutoLanguages.
 //
 // Measured on real weights (issue 15): an encoder window sized to the
-// utterance saves compute but breaks decoding (repetition loops, WER 34 %
+// utterance (not in steps, no margin) saves compute but breaks decoding (repetition loops, WER 34 %
 // against 12 % at the full window), and in whisper.cpp 1.9's flash-attention
 // path it also leaks the previous utterance's audio into the next one (the
 // cross-attention reads the window rounded up to 256 positions, unmasked, and
@@ -76,7 +77,10 @@ type Options struct {
 	// decoding (hotwords.go). No hotwords or a zero bias is plain decoding.
 	Hotwords    []string
 	HotwordBias float64
-	Logger      *slog.Logger // nil means slog.Default()
+	// Window is the encoder window per utterance (window.go): full ("" too)
+	// or steps.
+	Window Window
+	Logger *slog.Logger // nil means slog.Default()
 }
 
 // Result is what one utterance became.
@@ -90,6 +94,9 @@ type Result struct {
 	// Words are Text's words with whisper's token times (rough: a tenth of
 	// a second or two), from the utterance's start; nil when Rejected.
 	Words []Word
+	// Window is the encoder window the text was decoded in: 30 s (full)
+	// unless Options.Window is steps; 0 when whisper did not run.
+	Window time.Duration
 }
 
 // Word is one word of a transcript and where it was heard; Start and End
@@ -133,6 +140,7 @@ type wctx struct {
 	abort  abortFlag
 	bias   hotBias   // Options.Hotwords in this context's tokens; zero when none
 	thread *osThread // runs every whisper compute call on ctx (thread.go)
+	passes int       // encoder passes of the last whisper_full on ctx
 }
 
 // New checks and loads the model (once per context) and prepares the
@@ -156,6 +164,11 @@ func New(opts Options) (*Transcriber, error) {
 	if terms := strings.Join(nonEmpty(opts.Terms), ", "); terms != "" {
 		opts.InitialPrompt = strings.TrimSpace(opts.InitialPrompt + " " + terms + ".")
 	}
+	window, err := ParseWindow(string(opts.Window))
+	if err != nil {
+		return nil, fmt.Errorf("transcribe: %w", err)
+	}
+	opts.Window = window
 	lang := strings.ToLower(strings.TrimSpace(opts.Language))
 	if lang == "" {
 		lang = "auto"
@@ -185,7 +198,7 @@ func New(opts Options) (*Transcriber, error) {
 		}
 	}
 	t.log.Info("whisper model loaded", "model", opts.ModelPath, "language", lang,
-		"multilingual", t.multi, "contexts", opts.Contexts, "threads", opts.Threads)
+		"multilingual", t.multi, "contexts", opts.Contexts, "threads", opts.Threads, "window", opts.Window)
 	return t, nil
 }
 
@@ -330,13 +343,15 @@ func (t *Transcriber) transcribe(ctx context.Context, samples []float32, after f
 	}
 	params := *w.params
 	var segs []segment
+	var audioCtx int
 	if len(t.autoIDs) > 0 {
 		var lang int
-		segs, lang, err = t.decodeAuto(ctx, w, &params, in)
+		segs, lang, audioCtx, err = t.decodeAuto(ctx, w, &params, in)
 		res.Lang = AutoLanguages[lang]
 	} else {
-		segs, err = t.decode(ctx, w, &params, in)
+		segs, audioCtx, err = t.decodeWindow(ctx, w, &params, in)
 	}
+	res.Window = time.Duration(audioCtx) * time.Second / ctxPerSecond
 	if err != nil {
 		return res, fmt.Errorf("transcribe %s of audio: %w", res.AudioDuration, err)
 	}
@@ -365,14 +380,17 @@ func (t *Transcriber) transcribe(ctx context.Context, samples []float32, after f
 // decodes again only when the two differ: a steady speaker costs one
 // encoder pass per utterance instead of detection's pass plus decoding's
 // (issue 24). The first utterance is detected first (its own pass).
-// Returns the segments and the index in AutoLanguages of their language.
-func (t *Transcriber) decodeAuto(ctx context.Context, w *wctx, params *whisper.Params, in []float32) ([]segment, int, error) {
-	decodeIn := func(lang int) ([]segment, int, error) {
+// Returns the segments, the index in AutoLanguages of their language and
+// the encoder window they were decoded in.
+func (t *Transcriber) decodeAuto(ctx context.Context, w *wctx, params *whisper.Params, in []float32) ([]segment, int, int, error) {
+	var audioCtx int
+	decodeIn := func(lang int) ([]segment, int, int, error) {
 		if err := params.SetLanguage(t.autoIDs[lang]); err != nil {
-			return nil, lang, err
+			return nil, lang, 0, err
 		}
-		segs, err := t.decode(ctx, w, params, in)
-		return segs, lang, err
+		segs, n, err := t.decodeWindow(ctx, w, params, in)
+		audioCtx = n
+		return segs, lang, n, err
 	}
 	lang := int(t.lastLang.Load()) - 1
 	if lang < 0 {
@@ -383,14 +401,14 @@ func (t *Transcriber) decodeAuto(ctx context.Context, w *wctx, params *whisper.P
 		if t.detectLang != nil { // unit tests of the packing
 			lang = t.detectLang(in)
 		} else if lang, _, err = t.detectOn(w, in); err != nil {
-			return nil, 0, err
+			return nil, 0, 0, err
 		}
 		t.lastLang.Store(int32(lang + 1))
 		return decodeIn(lang)
 	}
-	segs, _, err := decodeIn(lang)
+	segs, _, _, err := decodeIn(lang)
 	if err != nil {
-		return nil, lang, err
+		return nil, lang, 0, err
 	}
 	var found int
 	if t.detectLang != nil { // unit tests of the packing
@@ -400,16 +418,42 @@ func (t *Transcriber) decodeAuto(ctx context.Context, w *wctx, params *whisper.P
 		w.thread.do(func() { found, p, err = detectEncoded(w.ctx, t.opts.Threads, t.autoIDs) })
 		if err != nil { // the text is decoded: keep it, in the language it was decoded in
 			t.log.Warn("language detection after decoding failed", "err", err)
-			return segs, lang, nil
+			return segs, lang, audioCtx, nil
 		}
 		t.log.Debug("language detected on the decoded utterance", "decoded", AutoLanguages[lang],
 			"detected", AutoLanguages[found], "p", p)
 	}
 	if found == lang {
-		return segs, lang, nil
+		return segs, lang, audioCtx, nil
 	}
 	t.lastLang.Store(int32(found + 1))
 	return decodeIn(found)
+}
+
+// decodeWindow is decode in the encoder window Options.Window chooses for
+// in: with steps, the smallest step in fits in, and when that decoding looks
+// broken (steppedBroken) the full window again. Returns the window it
+// decoded in (audio_ctx positions, fullCtx for the full window).
+func (t *Transcriber) decodeWindow(ctx context.Context, w *wctx, params *whisper.Params, in []float32) ([]segment, int, error) {
+	n := 0
+	if t.opts.Window == WindowSteps {
+		n = stepCtx(len(in), windowSteps, StepMargin)
+	}
+	if n > 0 {
+		params.SetAudioCtx(n)
+		segs, err := t.decode(ctx, w, params, in)
+		params.SetAudioCtx(0)
+		if err != nil {
+			return nil, n, err
+		}
+		why := steppedBroken(segs, w.passes, n)
+		t.log.Debug("stepped encoder window", "audio_ctx", n, "broken", why)
+		if why == "" {
+			return segs, n, nil
+		}
+	}
+	segs, err := t.decode(ctx, w, params, in)
+	return segs, fullCtx, err
 }
 
 // detectOn runs whisper's language detection on w, on w's thread.
@@ -477,6 +521,7 @@ func (t *Transcriber) decode(ctx context.Context, w *wctx, params *whisper.Param
 	var st fullStats
 	var err error
 	w.thread.do(func() { st, err = runFull(w.ctx, params, in, quiet, w.abort, w.bias) })
+	w.passes = st.passes
 	t.log.Debug("whisper call", "audio", time.Duration(len(in))*time.Second/sampleRate,
 		"encoder_passes", st.passes, "tail_skipped", st.skipped,
 		"quiet_from", time.Duration(quiet)*time.Second/sampleRate)

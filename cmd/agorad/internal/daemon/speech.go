@@ -155,7 +155,7 @@ func (sp *speech) loadWhisper() error {
 	w, err := transcribe.New(transcribe.Options{
 		ModelPath: path, Language: sp.cfg.Transcribe.Language, Threads: sp.cfg.Transcribe.Threads,
 		InitialPrompt: sp.cfg.Transcribe.InitialPrompt, Terms: sp.cfg.Transcribe.Contexts,
-		Hotwords: rules.Hotwords(), HotwordBias: rules.Bias,
+		Hotwords: rules.Hotwords(), HotwordBias: rules.Bias, Window: transcribe.Window(sp.cfg.Transcribe.Window),
 		Logger: sp.log.With("component", "whisper"),
 	})
 	if err != nil {
