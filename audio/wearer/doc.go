@@ -24,8 +24,8 @@
 //     used for the decision is returned with it, so the word check after
 //     whisper compares against the same level the utterance was kept by.
 //   - A word is dropped when the loudest frame of its span (whisper's
-//     times, widened by WordMargin on each side because those times are
-//     rough) is more than WordBelowDB under that reference. Words without
+//     times, widened by WordBefore and WordAfter because those times are
+//     rough and early) is more than WordBelowDB under that reference. Words without
 //     times are kept: the check only removes what it can place.
 //   - Tracker is owned by one goroutine (the capture loop); Snapshot is safe
 //     from any goroutine.

@@ -44,6 +44,9 @@ type gate struct {
 func (t *Tracker) initGate() {
 	fr := func(d time.Duration) int { return int((d + time.Second/50 - 1) / (time.Second / 50)) }
 	t.g = gate{lookahead: fr(t.cfg.Lookahead), hold: fr(t.cfg.Hold), lastLoud: -1 << 62, next: -1, threshAt: -1 << 62}
+	if !t.cfg.Enabled {
+		t.g.gain = 1 // no fade in: off passes the audio unchanged
+	}
 }
 
 // Delay is how late Push delivers the stream.

@@ -23,11 +23,13 @@ const (
 	// recent is how many accepted utterances the wearer's level is the
 	// median of (the seed fills the ring at the start).
 	recent = 9
-	// WordMargin widens a word's span on each side: whisper's token times
-	// are off by a tenth of a second or two.
-	WordMargin = 100 * time.Millisecond
+	// WordBefore and WordAfter widen a word's span: whisper's token times
+	// (no alignment) are rough and run early (docs/wake.md), so the span
+	// reaches further after the word than before it.
+	WordBefore = 100 * time.Millisecond
+	WordAfter  = 400 * time.Millisecond
 	// clipLevel is the sample magnitude counted as clipped.
-	clipLevel = 0.99
+	clipLevel   = 0.99
 	silenceDBFS = -120.0
 )
 
@@ -216,10 +218,10 @@ func (t *Tracker) Wearer() float64 {
 	return min(max(m, t.cfg.ExpectedDBFS-t.cfg.MaxDriftDB), t.cfg.ExpectedDBFS+t.cfg.MaxDriftDB)
 }
 
-// Decide judges an utterance's speech (padding excluded) heard at now; a
-// kept utterance moves the wearer's level. With the gate off every
-// utterance is kept (and counts as heard for doctor).
-func (t *Tracker) Decide(speech []float32, now time.Time) Decision {
+// Judge is the verdict on an utterance's speech (padding excluded)
+// without remembering it: the preview of an utterance (speculative whisper)
+// is judged, the utterance itself decided.
+func (t *Tracker) Judge(speech []float32) Decision {
 	d := Decision{Keep: true, Level: Level(speech), Wearer: t.Wearer(), Floor: t.Floor()}
 	d.Ref = min(d.Level, d.Wearer)
 	if t.cfg.Enabled {
@@ -230,6 +232,14 @@ func (t *Tracker) Decide(speech []float32, now time.Time) Decision {
 			d.Keep, d.Why = false, fmt.Sprintf("only %.1f dB over the noise floor", d.Level-d.Floor)
 		}
 	}
+	return d
+}
+
+// Decide judges an utterance heard at now; a kept one moves the wearer's
+// level. With the gate off every utterance is kept (and counts as heard
+// for doctor).
+func (t *Tracker) Decide(speech []float32, now time.Time) Decision {
+	d := t.Judge(speech)
 	if d.Keep {
 		t.levels[t.li] = d.Level
 		t.li = (t.li + 1) % len(t.levels)
@@ -307,8 +317,8 @@ func (c Config) KeepWords(frames []float64, spans []Span, ref float64) []bool {
 		if !c.Enabled || sp.Start < 0 || sp.End < sp.Start {
 			continue
 		}
-		a := frameAt(sp.Start - WordMargin)
-		b := frameAt(sp.End+WordMargin) + 1
+		a := frameAt(sp.Start - WordBefore)
+		b := frameAt(sp.End+WordAfter) + 1
 		a, b = max(a, 0), min(b, len(frames))
 		if a >= b {
 			continue

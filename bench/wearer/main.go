@@ -60,7 +60,10 @@ func main() {
 	aloneMin := flag.Float64("alone", 10, "minutes of babble alone (at 15 dB under the wearer)")
 	expected := flag.Float64("expected", wearer.DefaultConfig().ExpectedDBFS, "wearer.expected_dbfs")
 	below := flag.Float64("below-db", wearer.DefaultConfig().BelowDB, "wearer.below_db")
+	frameBelow := flag.Float64("frame-below-db", wearer.DefaultConfig().FrameBelowDB, "wearer.frame_below_db")
 	wordBelow := flag.Float64("word-below-db", wearer.DefaultConfig().WordBelowDB, "wearer.word_below_db")
+	words := flag.Bool("words", true, "the word check after whisper (false: every word of a kept utterance is kept)")
+	withOff := flag.Bool("off", true, "also run with the gate off (the before)")
 	flag.Parse()
 
 	clips, err := wer.ReadManifest(*manifest)
@@ -99,9 +102,14 @@ func main() {
 	defer w.Close()
 
 	on := wearer.DefaultConfig()
-	on.ExpectedDBFS, on.BelowDB, on.WordBelowDB = *expected, *below, *wordBelow
+	on.ExpectedDBFS, on.BelowDB, on.WordBelowDB, on.FrameBelowDB = *expected, *below, *wordBelow, *frameBelow
 	off := on
 	off.Enabled = false
+	checkWords = *words
+	cfgs := []wearer.Config{on}
+	if *withOff {
+		cfgs = []wearer.Config{off, on}
+	}
 	var ownSec float64
 	var gateLevels []float64
 	for _, i := range own {
@@ -121,7 +129,7 @@ func main() {
 			fail("-below %q: %v", f, err)
 		}
 		st := build(audios, own, pool, db, 0, 1)
-		for _, cfg := range []wearer.Config{off, on} {
+		for _, cfg := range cfgs {
 			r := run(det, w, cfg, st)
 			hyp := map[string]string{}
 			var sel []wer.Clip
@@ -145,7 +153,7 @@ func main() {
 		fmt.Printf("\nbabble alone, %.0f min at 15 dB under the wearer's level (%.0f dBFS active):\n\n", *aloneMin, wearerDBFS-15)
 		fmt.Println("| gate | utterances to whisper | published (text kept) | published per hour | whisper CPU s |")
 		fmt.Println("|---|---|---|---|---|")
-		for _, cfg := range []wearer.Config{off, on} {
+		for _, cfg := range cfgs {
 			r := run(det, w, cfg, st)
 			fmt.Printf("| %s | %d | %d | %.1f | %.1f |\n", gateName(cfg), r.calls, r.notes, float64(r.notes)/(*aloneMin/60), r.whisperSec)
 		}
@@ -154,7 +162,10 @@ func main() {
 
 func gateName(c wearer.Config) string {
 	if c.Enabled {
-		return fmt.Sprintf("on (below %g, words %g)", c.BelowDB, c.WordBelowDB)
+		if !checkWords {
+			return fmt.Sprintf("on (frames %g, utterances %g, no word check)", c.FrameBelowDB, c.BelowDB)
+		}
+		return fmt.Sprintf("on (frames %g, utterances %g, words %g)", c.FrameBelowDB, c.BelowDB, c.WordBelowDB)
 	}
 	return "off"
 }
@@ -292,7 +303,7 @@ func run(det *vad.Detector, w *transcribe.Transcriber, cfg wearer.Config, st str
 			}
 			leak := []string{}
 			for _, x := range wer.Words(text) {
-				if len(x) >= 3 && theirs[x] && !own[x] {
+				if len(x) >= 4 && theirs[x] && !own[x] {
 					leak = append(leak, x)
 				}
 			}
@@ -325,25 +336,32 @@ func run(det *vad.Detector, w *transcribe.Transcriber, cfg wearer.Config, st str
 	return r
 }
 
-var texts map[int]string
+var (
+	texts      map[int]string
+	checkWords bool
+)
 
 func clipText(i int) string { return texts[i] }
 
 // KeptText is what the daemon keeps of whisper's result: the words the
 // gate's word check keeps (the whole text when whisper gave no words).
 func KeptText(cfg wearer.Config, samples []float32, res transcribe.Result, ref float64) string {
-	if len(res.Words) == 0 {
+	if len(res.Words) == 0 || !checkWords {
 		return res.Text
 	}
 	spans := make([]wearer.Span, len(res.Words))
 	for i, x := range res.Words {
 		spans[i] = wearer.Span{Start: x.Start, End: x.End}
 	}
-	keep := cfg.KeepWords(wearer.FrameLevels(samples), spans, ref)
+	frames := wearer.FrameLevels(samples)
+	keep := cfg.KeepWords(frames, spans, ref)
 	var out []string
 	for i, x := range res.Words {
 		if keep[i] {
 			out = append(out, x.Text)
+		} else if os.Getenv("WEARER_DEBUG") != "" {
+			a, b := int(x.Start/(20*time.Millisecond)), min(int(x.End/(20*time.Millisecond))+25, len(frames))
+			fmt.Printf("    dropped %q %s..%s ref %.1f frames %.0f\n", x.Text, x.Start, x.End, ref, frames[max(a-10, 0):b])
 		}
 	}
 	return strings.Join(out, " ")
