@@ -214,7 +214,9 @@ func TestKeepWords(t *testing.T) {
 	for i := 0; i < 50; i++ {
 		frames = append(frames, silenceDBFS)
 	}
-	ms := func(a, b int) Span { return Span{time.Duration(a) * time.Millisecond, time.Duration(b) * time.Millisecond} }
+	ms := func(a, b int) Span {
+		return Span{time.Duration(a) * time.Millisecond, time.Duration(b) * time.Millisecond}
+	}
 	tests := []struct {
 		name    string
 		enabled bool
