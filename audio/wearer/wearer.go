@@ -155,7 +155,8 @@ type Tracker struct {
 
 	levels []float64 // ring of the last accepted utterances' levels (seeded)
 	li     int
-	heard  []heardLevel // accepted utterances of the last FloorWindow, for doctor
+	heard   []heardLevel // accepted utterances of the last FloorWindow, for doctor
+	dropped []heardLevel // and the dropped ones
 
 	mu   sync.Mutex
 	snap Snapshot
@@ -176,7 +177,7 @@ func NewTracker(cfg Config) (*Tracker, error) {
 	for i := range t.levels {
 		t.levels[i] = cfg.ExpectedDBFS
 	}
-	t.snap = Snapshot{Floor: silenceDBFS, Wearer: cfg.ExpectedDBFS, Expected: cfg.ExpectedDBFS, Heard: math.NaN()}
+	t.snap = Snapshot{Floor: silenceDBFS, Wearer: cfg.ExpectedDBFS, Expected: cfg.ExpectedDBFS, Heard: math.NaN(), DroppedLevel: math.NaN()}
 	t.floor = silenceDBFS
 	t.initGate()
 	return t, nil
@@ -244,6 +245,8 @@ func (t *Tracker) Decide(speech []float32, now time.Time) Decision {
 		t.levels[t.li] = d.Level
 		t.li = (t.li + 1) % len(t.levels)
 		t.heard = append(t.heard, heardLevel{now, d.Level})
+	} else {
+		t.dropped = append(t.dropped, heardLevel{now, d.Level})
 	}
 	t.publish(now)
 	return d
@@ -254,19 +257,10 @@ func (t *Tracker) Decide(speech []float32, now time.Time) Decision {
 func (t *Tracker) Update(now time.Time) { t.publish(now) }
 
 func (t *Tracker) publish(now time.Time) {
-	cut := 0
-	for cut < len(t.heard) && now.Sub(t.heard[cut].at) > FloorWindow {
-		cut++
-	}
-	t.heard = t.heard[cut:]
-	s := Snapshot{Floor: t.Floor(), Wearer: t.Wearer(), Expected: t.cfg.ExpectedDBFS, Heard: math.NaN(), Utterances: len(t.heard)}
-	if len(t.heard) > 0 {
-		ls := make([]float64, len(t.heard))
-		for i, h := range t.heard {
-			ls[i] = h.level
-		}
-		s.Heard = percentile(ls, 50)
-	}
+	t.heard = recentLevels(t.heard, now)
+	t.dropped = recentLevels(t.dropped, now)
+	s := Snapshot{Floor: t.Floor(), Wearer: t.Wearer(), Expected: t.cfg.ExpectedDBFS,
+		Heard: median(t.heard), Utterances: len(t.heard), DroppedLevel: median(t.dropped), Dropped: len(t.dropped)}
 	obs := t.observed()
 	s.Seconds = float64(len(obs)) / 50
 	n := 0
@@ -283,6 +277,27 @@ func (t *Tracker) publish(now time.Time) {
 	t.mu.Unlock()
 }
 
+// recentLevels drops the levels older than FloorWindow.
+func recentLevels(hs []heardLevel, now time.Time) []heardLevel {
+	cut := 0
+	for cut < len(hs) && now.Sub(hs[cut].at) > FloorWindow {
+		cut++
+	}
+	return hs[cut:]
+}
+
+// median of the levels, NaN when there are none.
+func median(hs []heardLevel) float64 {
+	if len(hs) == 0 {
+		return math.NaN()
+	}
+	ls := make([]float64, len(hs))
+	for i, h := range hs {
+		ls[i] = h.level
+	}
+	return percentile(ls, 50)
+}
+
 // Snapshot is what the tracker saw over the last FloorWindow, for doctor.
 type Snapshot struct {
 	Floor    float64 // noise floor (dBFS)
@@ -292,6 +307,10 @@ type Snapshot struct {
 	// (NaN: none), Utterances their number.
 	Heard      float64
 	Utterances int
+	// DroppedLevel and Dropped: the same for the utterances the gate
+	// dropped (a wearer far from the microphone shows up here).
+	DroppedLevel float64
+	Dropped      int
 	Seconds    float64 // audio the floor was taken over
 	Clipped    float64 // share of frames holding a clipped sample
 }

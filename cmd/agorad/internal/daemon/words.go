@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/agora/agorad/audio/wearer"
+	"github.com/agora/agorad/cmd/internal/control"
 	"github.com/agora/agorad/transcribe"
 )
 
@@ -43,4 +44,19 @@ func (sp *speech) wearersWords(j job, res transcribe.Result) transcribe.Result {
 	}
 	res.Words, res.Text = kept, strings.Join(texts, " ")
 	return res
+}
+
+// levelsOf is the wearer gate's snapshot as agoractl status and doctor get it.
+func levelsOf(s wearer.Snapshot, gate bool) *control.Levels {
+	l := &control.Levels{Gate: gate, Seconds: s.Seconds, FloorDBFS: round1(s.Floor), ExpectedDBFS: s.Expected,
+		Utterances: s.Utterances, Dropped: s.Dropped, Clipped: s.Clipped}
+	if !math.IsNaN(s.Heard) {
+		h := round1(s.Heard)
+		l.WearerDBFS = &h
+	}
+	if !math.IsNaN(s.DroppedLevel) {
+		d := round1(s.DroppedLevel)
+		l.DroppedDBFS = &d
+	}
+	return l
 }

@@ -1,0 +1,215 @@
+package wearer_test
+
+import (
+	"context"
+	"log/slog"
+	"math"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agora/agorad/audio"
+	"github.com/agora/agorad/audio/segment"
+	"github.com/agora/agorad/audio/testaudio"
+	"github.com/agora/agorad/audio/vad"
+	"github.com/agora/agorad/audio/wearer"
+	"github.com/agora/agorad/transcribe"
+	"github.com/agora/agorad/transcribe/wer"
+	"github.com/agora/agorad/wake"
+)
+
+func TestMain(m *testing.M) { testaudio.Main(m) }
+
+// atLevel scales s so that wearer.Level(s) is db.
+func atLevel(s []float32, db float64) []float32 {
+	g := float32(math.Pow(10, (db-wearer.Level(s))/20))
+	out := make([]float32, len(s))
+	for i, v := range s {
+		out[i] = v * g
+	}
+	return out
+}
+
+// mix adds b into a from sample at (a grows to hold it).
+func mix(a, b []float32, at int) []float32 {
+	if n := at + len(b); n > len(a) {
+		a = append(a, make([]float32, n-len(a))...)
+	}
+	for i, v := range b {
+		a[at+i] += v
+	}
+	return a
+}
+
+// pipeline runs audio the way the daemon's hands-free path does: the wearer
+// gate, the segmenter on the real Silero VAD, the utterance gate, whisper
+// and the word check. It returns the notes (texts kept).
+type pipeline struct {
+	det *vad.Detector
+	w   *transcribe.Transcriber
+}
+
+func newPipeline(t *testing.T) pipeline {
+	det, err := vad.Open(testaudio.Model(t, "for-tests-silero-v6.2.0-ggml.bin"), vad.Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { det.Close() })
+	w, err := transcribe.New(transcribe.Options{ModelPath: testaudio.RealModel(t, "tiny.en"), Language: "en", Threads: 2,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return pipeline{det, w}
+}
+
+func (p pipeline) notes(t *testing.T, cfg wearer.Config, s []float32) []string {
+	t.Helper()
+	p.det.Reset()
+	seg, err := segment.New(p.det, segment.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr, err := wearer.NewTracker(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var notes []string
+	handle := func(us []segment.Utterance) {
+		for _, u := range us {
+			d := tr.Decide(u.Samples[u.SpeechStart-u.PadStart:u.SpeechEnd-u.PadStart], u.Start)
+			if !d.Keep {
+				t.Logf("utterance dropped: %s", d.Why)
+				continue
+			}
+			res, err := p.w.Transcribe(context.Background(), u.Samples)
+			if err != nil {
+				t.Fatal(err)
+			}
+			spans := make([]wearer.Span, len(res.Words))
+			for i, x := range res.Words {
+				spans[i] = wearer.Span{Start: x.Start, End: x.End}
+			}
+			keep := cfg.KeepWords(wearer.FrameLevels(u.Samples), spans, d.Ref)
+			var kept []string
+			for i, x := range res.Words {
+				if keep[i] {
+					kept = append(kept, x.Text)
+				}
+			}
+			t.Logf("whisper %q, kept %q", res.Text, strings.Join(kept, " "))
+			if len(kept) > 0 {
+				notes = append(notes, strings.Join(kept, " "))
+			}
+		}
+	}
+	t0 := time.Unix(1e9, 0)
+	push := func(cs []audio.Chunk) {
+		for _, c := range cs {
+			us, err := seg.Push(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			handle(us)
+		}
+	}
+	for i := 0; i < len(s); i += 320 {
+		end := min(i+320, len(s))
+		push(tr.Push(audio.Chunk{Samples: s[i:end], Offset: int64(i), Time: t0.Add(time.Duration(i) * time.Second / audio.SampleRate)}))
+	}
+	push(tr.Flush())
+	handle(seg.Flush())
+	return notes
+}
+
+// others is speech of two other speakers of the shared set, one after the
+// other for n samples, at level db, and their words.
+func others(t *testing.T, n int, db float64) ([]float32, map[string]bool) {
+	var s []float32
+	words := map[string]bool{}
+	for _, f := range []string{"fw_stereo_diarization_left.wav", "fw_stereo_diarization_right.wav"} {
+		c, err := audio.ReadFile(testaudio.Clip(t, f))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s = append(s, c...)
+	}
+	for _, x := range wer.Words("He began a confused complaint against the wizard, who had vanished behind the curtain on the left. The horizon seems extremely distant.") {
+		words[x] = true
+	}
+	out := make([]float32, 0, n)
+	for len(out) < n {
+		out = append(out, s[:min(len(s), n-len(out))]...)
+	}
+	return atLevel(out, db), words
+}
+
+// TestRealWearerAmongOthers: the wearer (jfk, at the expected level) with
+// two other people talking all the time 15 dB under: the note holds the
+// wearer's words and none of theirs; with the gate off their words come
+// through (so the test can tell). Their talk alone publishes nothing, and
+// the wearer's own wake sentence passes the gate with the name.
+func TestRealWearerAmongOthers(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real whisper and VAD")
+	}
+	p := newPipeline(t)
+	cfg := wearer.DefaultConfig()
+	jfk, err := audio.ReadFile(testaudio.JFKPath(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := atLevel(jfk, cfg.ExpectedDBFS)
+	lead := 3 * audio.SampleRate
+	bab, theirs := others(t, lead+len(own)+3*audio.SampleRate, cfg.ExpectedDBFS-15)
+	stream := mix(append([]float32(nil), bab...), own, lead)
+	ownWords := map[string]bool{}
+	for _, x := range wer.Words("And so my fellow Americans, ask not what your country can do for you, ask what you can do for your country.") {
+		ownWords[x] = true
+	}
+	count := func(notes []string) (mine, their int) {
+		for _, n := range notes {
+			for _, x := range wer.Words(n) {
+				switch {
+				case ownWords[x]:
+					mine++
+				case theirs[x] && len(x) >= 4:
+					their++
+				}
+			}
+		}
+		return
+	}
+
+	off := cfg
+	off.Enabled = false
+	if _, their := count(p.notes(t, off, stream)); their == 0 {
+		t.Errorf("gate off: no words of the others in the notes; the mix does not test the gate")
+	}
+	mine, their := count(p.notes(t, cfg, stream))
+	if mine < 15 || their > 0 {
+		t.Errorf("gate on: %d of the wearer's words, %d of the others' in the notes; want the wearer's sentence (15+) and none of theirs", mine, their)
+	}
+
+	if notes := p.notes(t, cfg, bab); len(notes) > 0 {
+		t.Errorf("the others alone 15 dB under the wearer published %d notes: %q", len(notes), notes)
+	}
+
+	rules, err := wake.New(wake.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	say := atLevel(testaudio.Speak(t, "en-us", "Agora, the beam on level three has a crack."), cfg.ExpectedDBFS)
+	wakeStream := mix(append([]float32(nil), bab...), say, lead)
+	notes := p.notes(t, cfg, wakeStream)
+	found := false
+	for _, n := range notes {
+		if m := rules.Match(n); m.Action != wake.None {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("the wearer's wake sentence among others: notes %q hold no wake phrase", notes)
+	}
+}
