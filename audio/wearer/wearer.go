@@ -153,8 +153,8 @@ type Tracker struct {
 
 	g gate
 
-	levels []float64 // ring of the last accepted utterances' levels (seeded)
-	li     int
+	levels  []float64 // ring of the last accepted utterances' levels (seeded)
+	li      int
 	heard   []heardLevel // accepted utterances of the last FloorWindow, for doctor
 	dropped []heardLevel // and the dropped ones
 
@@ -311,8 +311,8 @@ type Snapshot struct {
 	// dropped (a wearer far from the microphone shows up here).
 	DroppedLevel float64
 	Dropped      int
-	Seconds    float64 // audio the floor was taken over
-	Clipped    float64 // share of frames holding a clipped sample
+	Seconds      float64 // audio the floor was taken over
+	Clipped      float64 // share of frames holding a clipped sample
 }
 
 // Snapshot returns the latest snapshot; safe from any goroutine.
