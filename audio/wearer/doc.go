@@ -9,9 +9,9 @@
 //
 // Invariants:
 //   - Levels are dBFS of the RMS over 20 ms frames (FrameSamples); an
-//     utterance's level is a high percentile of its frames (ActivePercentile),
-//     so a short loud stretch of the wearer inside a long quiet one still
-//     gives the utterance the wearer's level.
+//     utterance's level is the RMS of its speech after the frame gate, so
+//     the few peaks of someone else that opened the gate, in the silence
+//     the gate made around them, give a low level.
 //   - The noise floor is a low percentile of the frame levels of the last
 //     FloorWindow of audio (all of it: speech and silence).
 //   - The wearer's level is the median of the levels of the last accepted
@@ -23,9 +23,12 @@
 //     wearer's level, or less than MinSNRDB over the floor. The reference
 //     used for the decision is returned with it, so the word check after
 //     whisper compares against the same level the utterance was kept by.
-//   - A word is dropped when the loudest frame of its span (whisper's
-//     times, widened by WordBefore and WordAfter because those times are
-//     rough and early) is more than WordBelowDB under that reference. Words without
+//   - A word is dropped when the level (power mean of the frames) of its
+//     span (whisper's times, widened by WordBefore and WordAfter because
+//     those times are rough and early) is more than WordBelowDB under that
+//     reference.
+//   - The frame gate (gate.go) delays the stream by Lookahead and never
+//     reorders, drops or adds samples: offsets and clock pass unchanged. Words without
 //     times are kept: the check only removes what it can place.
 //   - Tracker is owned by one goroutine (the capture loop); Snapshot is safe
 //     from any goroutine.

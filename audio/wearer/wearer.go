@@ -13,9 +13,6 @@ import (
 const (
 	// FrameSamples is the frame of every level here: 20 ms at 16 kHz.
 	FrameSamples = audio.SampleRate / 50
-	// ActivePercentile is the percentile of an utterance's frame levels
-	// taken as its level: the loud syllables, robust to a few clicks.
-	ActivePercentile = 90
 	// FloorPercentile of the last FloorWindow's frames is the noise floor.
 	FloorPercentile = 10
 	// FloorWindow is how much audio the floor is taken over.
@@ -27,7 +24,7 @@ const (
 	// (no alignment) are rough and run early (docs/wake.md), so the span
 	// reaches further after the word than before it.
 	WordBefore = 100 * time.Millisecond
-	WordAfter  = 400 * time.Millisecond
+	WordAfter  = 300 * time.Millisecond
 	// clipLevel is the sample magnitude counted as clipped.
 	clipLevel   = 0.99
 	silenceDBFS = -120.0
@@ -61,8 +58,8 @@ type Config struct {
 
 // DefaultConfig is what configs/agorad.yaml ships (measured: bench/wearer).
 func DefaultConfig() Config {
-	return Config{Enabled: true, ExpectedDBFS: -24, BelowDB: 10, WordBelowDB: 12, MinSNRDB: 6, MaxDriftDB: 12,
-		FrameBelowDB: 12, Lookahead: 200 * time.Millisecond, Hold: 400 * time.Millisecond}
+	return Config{Enabled: true, ExpectedDBFS: -27, BelowDB: 8, WordBelowDB: 14, MinSNRDB: 6, MaxDriftDB: 12,
+		FrameBelowDB: 6, Lookahead: 200 * time.Millisecond, Hold: 400 * time.Millisecond}
 }
 
 // Validate names the bad field as the configuration spells it.
@@ -102,8 +99,24 @@ func FrameLevels(s []float32) []float64 {
 	return out
 }
 
-// Level is the active level of s: the ActivePercentile of its frame levels.
-func Level(s []float32) float64 { return percentile(FrameLevels(s), ActivePercentile) }
+// Level is the level of an utterance's speech s: its RMS (dBFS). After the
+// frame gate, the stretches of others' talk between the wearer's words are
+// silence, so the few loud peaks of someone else that opened the gate give
+// a low level (their silenced surroundings count), while the wearer's
+// continuous speech keeps about its active level.
+func Level(s []float32) float64 { return dbfs(s) }
+
+// meanDB is the level of the frames (power mean).
+func meanDB(frames []float64) float64 {
+	if len(frames) == 0 {
+		return silenceDBFS
+	}
+	var p float64
+	for _, f := range frames {
+		p += math.Pow(10, f/10)
+	}
+	return max(silenceDBFS, 10*math.Log10(p/float64(len(frames))))
+}
 
 func dbfs(x []float32) float64 {
 	var sum float64
@@ -342,7 +355,7 @@ func (c Config) KeepWords(frames []float64, spans []Span, ref float64) []bool {
 		if a >= b {
 			continue
 		}
-		if slices.Max(frames[a:b]) < ref-c.WordBelowDB {
+		if meanDB(frames[a:b]) < ref-c.WordBelowDB {
 			keep[i] = false
 		}
 	}

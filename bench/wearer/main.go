@@ -57,7 +57,8 @@ func main() {
 	threads := flag.Int("threads", 2, "whisper threads")
 	levels := flag.String("below", "10,15,20", "babble levels under the wearer (dB)")
 	every := flag.Int("every", 3, "every n-th English clip is the wearer's; the others make the babble")
-	aloneMin := flag.Float64("alone", 10, "minutes of babble alone (at 15 dB under the wearer)")
+	aloneMin := flag.Float64("alone", 10, "minutes of babble alone (at 15 dB under the wearer) through the gate")
+	aloneOff := flag.Float64("alone-off", 3, "minutes of that babble with the gate off (whisper on all of it: slow)")
 	expected := flag.Float64("expected", wearer.DefaultConfig().ExpectedDBFS, "wearer.expected_dbfs")
 	below := flag.Float64("below-db", wearer.DefaultConfig().BelowDB, "wearer.below_db")
 	frameBelow := flag.Float64("frame-below-db", wearer.DefaultConfig().FrameBelowDB, "wearer.frame_below_db")
@@ -148,14 +149,25 @@ func main() {
 		}
 	}
 	if *aloneMin > 0 {
-		n := int(*aloneMin * 60 * audio.SampleRate)
-		st := build(audios, nil, pool, 15, n, 2)
-		fmt.Printf("\nbabble alone, %.0f min at 15 dB under the wearer's level (%.0f dBFS active):\n\n", *aloneMin, wearerDBFS-15)
-		fmt.Println("| gate | utterances to whisper | published (text kept) | published per hour | whisper CPU s |")
-		fmt.Println("|---|---|---|---|---|")
+		fmt.Printf("\nbabble alone at 15 dB under the wearer's level (%.0f dBFS active):\n\n", wearerDBFS-15)
+		fmt.Println("| gate | minutes | utterances to whisper | published (text kept) | published per hour | whisper CPU s |")
+		fmt.Println("|---|---|---|---|---|---|")
 		for _, cfg := range cfgs {
+			mins := *aloneMin
+			if !cfg.Enabled {
+				mins = *aloneOff
+			}
+			if mins <= 0 {
+				continue
+			}
+			st := build(audios, nil, pool, 15, int(mins*60*audio.SampleRate), 2)
 			r := run(det, w, cfg, st)
-			fmt.Printf("| %s | %d | %d | %.1f | %.1f |\n", gateName(cfg), r.calls, r.notes, float64(r.notes)/(*aloneMin/60), r.whisperSec)
+			fmt.Printf("| %s | %.0f | %d | %d | %.1f | %.1f |\n", gateName(cfg), mins, r.calls, r.notes, float64(r.notes)/(mins/60), r.whisperSec)
+			if os.Getenv("WEARER_DEBUG") != "" {
+				for _, l := range r.log {
+					fmt.Println("   ", l)
+				}
+			}
 		}
 	}
 }
