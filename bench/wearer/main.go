@@ -122,7 +122,7 @@ func main() {
 		wearerDBFS, gateLevels[len(gateLevels)/2], gateLevels[0], gateLevels[len(gateLevels)-1])
 	fmt.Printf("wearer: %d English clips (%.1f min, each at %.0f±%.0f dB active level), babble: %d other speakers from the other %d clips; Silero VAD, segment defaults, %s, %d threads\n\n",
 		len(own), ownSec/60, wearerDBFS, jitterDB, talkers, len(pool), filepath.Base(*model), *threads)
-	fmt.Println("| babble under the wearer | gate | notes | notes with others' words | wearer WER | whisper calls | whisper CPU s |")
+	fmt.Println("| babble under the wearer | gate | notes | notes with others' words | wearer WER | whisper calls | whisper wall s |")
 	fmt.Println("|---|---|---|---|---|---|---|")
 	for _, f := range strings.Split(*levels, ",") {
 		db, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
@@ -150,7 +150,7 @@ func main() {
 	}
 	if *aloneMin > 0 {
 		fmt.Printf("\nbabble alone at 15 dB under the wearer's level (%.0f dBFS active):\n\n", wearerDBFS-15)
-		fmt.Println("| gate | minutes | utterances to whisper | published (text kept) | published per hour | whisper CPU s |")
+		fmt.Println("| gate | minutes | utterances to whisper | published (text kept) | published per hour | whisper wall s |")
 		fmt.Println("|---|---|---|---|---|---|")
 		for _, cfg := range cfgs {
 			mins := *aloneMin
