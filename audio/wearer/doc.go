@@ -26,8 +26,7 @@
 //   - A word is dropped when the level (power mean of the frames) of its
 //     span (whisper's times, widened by WordBefore and WordAfter because
 //     those times are rough and early) is more than WordBelowDB under that
-//     reference. A word whisper placed in a silence (the gate's or the
-//     pre-roll's) is judged by the sound that follows within 0.7 s.
+//     reference.
 //   - The frame gate (gate.go) delays the stream by Lookahead and never
 //     reorders, drops or adds samples: offsets and clock pass unchanged. Words without
 //     times are kept: the check only removes what it can place.

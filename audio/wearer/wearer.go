@@ -25,9 +25,6 @@ const (
 	// reaches further after the word than before it.
 	WordBefore = 100 * time.Millisecond
 	WordAfter  = 300 * time.Millisecond
-	// earlyMax is how far a word in a silence may be from the sound it is
-	// judged by.
-	earlyMax = 700 * time.Millisecond
 	// clipLevel is the sample magnitude counted as clipped.
 	clipLevel   = 0.99
 	silenceDBFS = -120.0
@@ -355,12 +352,6 @@ func (c Config) KeepWords(frames []float64, spans []Span, ref float64) []bool {
 		a := frameAt(sp.Start - WordBefore)
 		b := frameAt(sp.End+WordAfter) + 1
 		a, b = max(a, 0), min(b, len(frames))
-		// Whisper puts a word that follows a silence (the gate's, or the
-		// pre-roll's) early, into the silence: judge it by the sound that
-		// follows.
-		for e := max(a, frameAt(sp.End)); e < len(frames) && e < frameAt(sp.End+earlyMax) && frames[e] <= silenceDBFS+1; e++ {
-			b = min(e+1+frameAt(WordAfter), len(frames))
-		}
 		if a >= b {
 			continue
 		}
