@@ -35,6 +35,7 @@ type Config struct {
 	Models     Models      `yaml:"models"`
 	Transcribe Transcribe  `yaml:"transcribe"`
 	Segment    Segment     `yaml:"segment"`
+	Wearer     Wearer      `yaml:"wearer"`
 	Wake       Wake        `yaml:"wake"`
 	Storage    Storage     `yaml:"storage"`
 	MQTT       MQTT        `yaml:"mqtt"`
@@ -92,6 +93,20 @@ type Segment struct {
 	PostPad        Duration `yaml:"post_pad"`
 	MaxUtterance   Duration `yaml:"max_utterance"`
 	SpeculateAfter Duration `yaml:"speculate_after"`
+}
+
+// Wearer is the level gate that keeps the headset wearer's speech and
+// drops quieter speech of the people around (audio/wearer).
+type Wearer struct {
+	Enabled      bool     `yaml:"enabled"`
+	ExpectedDBFS float64  `yaml:"expected_dbfs"`
+	BelowDB      float64  `yaml:"below_db"`
+	FrameBelowDB float64  `yaml:"frame_below_db"`
+	WordBelowDB  float64  `yaml:"word_below_db"`
+	MinSNRDB     float64  `yaml:"min_snr_db"`
+	MaxDriftDB   float64  `yaml:"max_drift_db"`
+	Lookahead    Duration `yaml:"lookahead"`
+	Hold         Duration `yaml:"hold"`
 }
 
 // Wake lists the wake words; empty lists mean the wake package's built-in ones.

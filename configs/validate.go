@@ -123,6 +123,22 @@ func (c *Config) Validate() error {
 		bad("segment.min_speech", "%s is not shorter than segment.max_utterance (%s)", s.MinSpeech, s.MaxUtterance)
 	}
 
+	// wearer
+	wr := c.Wearer
+	between("wearer.expected_dbfs", wr.ExpectedDBFS, -80, 0)
+	for _, f := range []struct {
+		path string
+		v    float64
+	}{{"wearer.below_db", wr.BelowDB}, {"wearer.frame_below_db", wr.FrameBelowDB}, {"wearer.word_below_db", wr.WordBelowDB}} {
+		if f.v <= 0 || f.v > 40 {
+			bad(f.path, "%g not in 0..40 (dB, more than 0)", f.v)
+		}
+	}
+	between("wearer.min_snr_db", wr.MinSNRDB, 0, 40)
+	between("wearer.max_drift_db", wr.MaxDriftDB, 0, 40)
+	durBetween("wearer.lookahead", wr.Lookahead, 0, time.Second)
+	durBetween("wearer.hold", wr.Hold, 0, 5*time.Second)
+
 	// wake: the wake package's own check (its errors name wake.words[i]).
 	if err := c.Wake.Rules().Validate(); err != nil {
 		errs = append(errs, err)

@@ -41,6 +41,13 @@ func printStatus(w io.Writer, s control.Status) {
 	if s.StuckSeconds > 0 {
 		fmt.Fprintf(tw, "outbox stuck:\t%s\n", (time.Duration(s.StuckSeconds) * time.Second).String())
 	}
+	if l := s.Levels; l != nil {
+		heard := "no speech kept"
+		if l.WearerDBFS != nil {
+			heard = fmt.Sprintf("wearer %.1f dBFS (%d utterances)", *l.WearerDBFS, l.Utterances)
+		}
+		fmt.Fprintf(tw, "levels:\tfloor %.1f dBFS, %s, %d dropped as others', over %.0f s (agorad doctor judges them)\n", l.FloorDBFS, heard, l.Dropped, l.Seconds)
+	}
 	if s.Storage != "" {
 		fmt.Fprintf(tw, "storage:\t%s\n", s.Storage)
 	}

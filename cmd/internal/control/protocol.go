@@ -88,6 +88,25 @@ type Status struct {
 	// Storage: the state directory's health: "ok", "failed (KIND since
 	// TIME)" or "recovering (...)"; what failed and the fix are in Problems.
 	Storage string `json:"storage,omitempty"`
+	// Levels: the microphone as the wearer gate heard it over the last
+	// minutes (nil: no hands-free capture running).
+	Levels *Levels `json:"levels,omitempty"`
+}
+
+// Levels are the wearer gate's view of the microphone (audio/wearer),
+// over its window (the last two minutes). Levels are dBFS.
+type Levels struct {
+	Gate         bool    `json:"gate"` // wearer.enabled
+	Seconds      float64 `json:"seconds"`
+	FloorDBFS    float64 `json:"floor_dbfs"`
+	ExpectedDBFS float64 `json:"expected_dbfs"`
+	// WearerDBFS: median level of the utterances kept (nil: none);
+	// DroppedDBFS the same of those dropped as quieter than the wearer.
+	WearerDBFS  *float64 `json:"wearer_dbfs,omitempty"`
+	Utterances  int      `json:"utterances"`
+	DroppedDBFS *float64 `json:"dropped_dbfs,omitempty"`
+	Dropped     int      `json:"dropped"`
+	Clipped     float64  `json:"clipped"` // share of 20 ms frames holding a clipped sample
 }
 
 // ParkedEntry is an outbox entry the backend parked, and why.

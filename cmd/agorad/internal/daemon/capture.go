@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"github.com/agora/agorad/audio"
 	"github.com/agora/agorad/audio/segment"
 	"github.com/agora/agorad/audio/vad"
+	"github.com/agora/agorad/audio/wearer"
 	"github.com/agora/agorad/transcribe/model"
 )
 
@@ -73,6 +75,11 @@ func (sp *speech) captureLoop(ctx context.Context, kind inputKind) error {
 	if err != nil {
 		return fmt.Errorf("segmentation config: %w", err)
 	}
+	gate, err := wearer.NewTracker(sp.wearerConfig())
+	if err != nil {
+		return fmt.Errorf("wearer config: %w", err)
+	}
+	sp.levels.Store(gate)
 	src, err := sp.source(ctx, kind)
 	if err != nil {
 		return err
@@ -96,6 +103,7 @@ func (sp *speech) captureLoop(ctx context.Context, kind inputKind) error {
 		return fmt.Errorf("input.ptt.max_utterance: %w", err)
 	}
 	var last segment.Stats
+	var lastLevels time.Time
 	stuckWarned := false
 	emit := func(p segment.Piece) {
 		if p.Index > 0 || !p.Last {
@@ -110,9 +118,14 @@ func (sp *speech) captureLoop(ctx context.Context, kind inputKind) error {
 		}
 		if err != nil {
 			if handsFree {
-				for _, u := range seg.Flush() {
-					sp.enqueueUtteranceSpec(ctx, u.Samples, u.Start, samplesDur(u.SpeechEnd-u.SpeechStart), source, sp.claimSpec(keyOfUtterance(u)))
+				for _, g := range gate.Flush() {
+					us, err := seg.Push(g)
+					if err != nil {
+						sp.log.Warn("segmentation", "err", err)
+					}
+					sp.keepWearers(ctx, gate, us, source)
 				}
+				sp.keepWearers(ctx, gate, seg.Flush(), source)
 			}
 			if p, ok := hold.Release(); ok {
 				emit(p)
@@ -158,16 +171,50 @@ func (sp *speech) captureLoop(ctx context.Context, kind inputKind) error {
 		if !handsFree {
 			continue
 		}
-		us, err := seg.Push(sp.muteEcho(c))
-		if err != nil {
-			sp.log.Warn("segmentation", "err", err)
+		// The wearer gate hands the segmenter the stream Delay late, with
+		// what is quieter than the wearer silenced.
+		for _, g := range gate.Push(sp.muteEcho(c)) {
+			us, err := seg.Push(g)
+			if err != nil {
+				sp.log.Warn("segmentation", "err", err)
+			}
+			sp.keepWearers(ctx, gate, us, source)
 		}
-		for _, u := range us {
-			sp.enqueueUtteranceSpec(ctx, u.Samples, u.Start, samplesDur(u.SpeechEnd-u.SpeechStart), source, sp.claimSpec(keyOfUtterance(u)))
+		if c.Time.Sub(lastLevels) >= time.Second {
+			gate.Update(c.Time) // doctor's levels move in silence too
+			lastLevels = c.Time
 		}
-		sp.speculate(ctx, seg)
+		sp.speculate(ctx, seg, gate)
 		sp.noteSegStats(seg.Stats(), &last)
 	}
+}
+
+// keepWearers hands the utterances the wearer gate keeps to whisper; the
+// others cost nothing more.
+func (sp *speech) keepWearers(ctx context.Context, gate *wearer.Tracker, us []segment.Utterance, source string) {
+	for _, u := range us {
+		d := gate.Decide(u.Samples[u.SpeechStart-u.PadStart:u.SpeechEnd-u.PadStart], u.Start)
+		if !d.Keep {
+			spec := sp.claimSpec(keyOfUtterance(u))
+			if spec != nil {
+				spec.cancel()
+			}
+			sp.met.WearerDropped()
+			sp.log.Debug("utterance not the wearer's: not transcribed", "why", d.Why, "level_dbfs", round1(d.Level),
+				"wearer_dbfs", round1(d.Wearer), "floor_dbfs", round1(d.Floor), "seconds", samplesDur(u.SpeechEnd-u.SpeechStart).Seconds())
+			continue
+		}
+		sp.enqueueGated(ctx, u.Samples, u.Start, samplesDur(u.SpeechEnd-u.SpeechStart), source, sp.claimSpec(keyOfUtterance(u)), d.Ref)
+	}
+}
+
+func round1(x float64) float64 { return math.Round(x*10) / 10 }
+
+// wearerConfig is the wearer gate's configuration (configs' wearer section).
+func (sp *speech) wearerConfig() wearer.Config {
+	w := sp.cfg.Wearer
+	return wearer.Config{Enabled: w.Enabled, ExpectedDBFS: w.ExpectedDBFS, BelowDB: w.BelowDB, FrameBelowDB: w.FrameBelowDB,
+		WordBelowDB: w.WordBelowDB, MinSNRDB: w.MinSNRDB, MaxDriftDB: w.MaxDriftDB, Lookahead: w.Lookahead.D(), Hold: w.Hold.D()}
 }
 
 func isEOF(err error) bool { return errors.Is(err, io.EOF) }
@@ -199,6 +246,13 @@ func (sp *speech) enqueueUtterance(ctx context.Context, samples []float32, start
 // enqueueUtteranceSpec is enqueueUtterance with the speculative run that
 // previewed the utterance (nil: none).
 func (sp *speech) enqueueUtteranceSpec(ctx context.Context, samples []float32, start time.Time, dur time.Duration, source string, spec *specRun) {
+	sp.enqueueGated(ctx, samples, start, dur, source, spec, math.NaN())
+}
+
+// enqueueGated is enqueueUtteranceSpec for an utterance the wearer gate
+// kept: ref is the level its words are checked against after whisper (NaN:
+// no check, as for push-to-talk).
+func (sp *speech) enqueueGated(ctx context.Context, samples []float32, start time.Time, dur time.Duration, source string, spec *specRun, ref float64) {
 	if len(samples) == 0 {
 		return
 	}
@@ -222,7 +276,7 @@ func (sp *speech) enqueueUtteranceSpec(ctx context.Context, samples []float32, s
 		return
 	}
 	sp.pending.Add(1)
-	j := job{audioID: id, samples: samples, started: start, duration: dur, source: source, spec: spec}
+	j := job{audioID: id, samples: samples, started: start, duration: dur, source: source, spec: spec, wearerRef: ref}
 	if source == "mic" || source == "ptt" {
 		// start is the wall clock of the first speech sample and dur the
 		// speech (VAD) or the press (push-to-talk).

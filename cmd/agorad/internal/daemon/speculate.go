@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agora/agorad/audio/segment"
+	"github.com/agora/agorad/audio/wearer"
 	"github.com/agora/agorad/transcribe"
 	"github.com/agora/agorad/wake/kws"
 )
@@ -59,7 +60,7 @@ const (
 
 // speculate looks at the segmenter after each chunk: a new preview starts a
 // run, speech going on drops the one outstanding. ctx is capture's.
-func (sp *speech) speculate(ctx context.Context, seg *segment.Segmenter) {
+func (sp *speech) speculate(ctx context.Context, seg *segment.Segmenter, gate *wearer.Tracker) {
 	after := sp.cfg.Segment.SpeculateAfter.D()
 	if after <= 0 || sp.whisper == nil {
 		return
@@ -76,6 +77,9 @@ func (sp *speech) speculate(ctx context.Context, seg *segment.Segmenter) {
 		return // nothing new, or the transcriber has not taken the last one yet
 	}
 	u, _ := seg.Tentative(after) // only this goroutine drives seg: the same preview
+	if !gate.Judge(u.Samples[u.SpeechStart-u.PadStart : u.SpeechEnd-u.PadStart]).Keep {
+		return // the gate will drop it: no whisper call on it
+	}
 	rctx, cancel := context.WithCancel(ctx)
 	run := &specRun{key: k, samples: u.Samples, ctx: rctx, cancel: cancel}
 	select {

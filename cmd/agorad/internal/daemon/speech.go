@@ -11,6 +11,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/agora/agorad/audio"
+	"github.com/agora/agorad/audio/wearer"
 	"github.com/agora/agorad/cmd/agorad/internal/evdev"
 	"github.com/agora/agorad/cmd/agorad/internal/metrics"
 	"github.com/agora/agorad/transcribe"
@@ -56,6 +57,10 @@ type speech struct {
 	jobs    chan job // journaled utterances waiting for whisper
 	pending sync.WaitGroup
 	heard   atomic.Uint64 // whisper calls that returned
+
+	// levels is the capture loop's wearer gate, for the levels doctor and
+	// agoractl status show (nil until capture runs hands-free).
+	levels atomic.Pointer[wearer.Tracker]
 }
 
 // job is one journaled utterance on its way to whisper.
@@ -70,6 +75,9 @@ type job struct {
 	// journal, whose clock is not the inspector's.
 	speechEnd, turnEnd time.Time
 	spec               *specRun // the speculative run previewing it, if any
+	// wearerRef is the level the wearer gate checks its words against
+	// after whisper (words.go); NaN or 0 (recovered from the journal): none.
+	wearerRef float64
 }
 
 // markOpened records that the voice path runs: audio is being read.
@@ -420,6 +428,7 @@ func (sp *speech) route(ctx context.Context, j job, res transcribe.Result, hit *
 	defer sp.pending.Done()
 	transcribed := time.Now()
 	sp.met.Transcribed(res.ProcessingTime, res.AudioDuration)
+	res = sp.wearersWords(j, res)
 	sp.heard.Add(1)
 	if res.Rejected != "" {
 		sp.log.Debug("transcript rejected", "reason", res.Rejected)

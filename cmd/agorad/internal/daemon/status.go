@@ -159,6 +159,9 @@ func (rep *status) control() (control.Status, error) {
 	}
 	st.Problems = rep.problems()
 	st.Storage = rep.storage.summary()
+	if g := rep.speech.levels.Load(); g != nil {
+		st.Levels = levelsOf(g.Snapshot(), g.Config().Enabled)
+	}
 	var err error
 	if st.Buffered, err = rep.store.ListenCount(); err != nil {
 		return st, fmt.Errorf("count listen buffer: %w", err)

@@ -44,6 +44,7 @@ type Metrics struct {
 	listenerErrs  *prometheus.CounterVec
 	pttCuts       prometheus.Counter
 	pttStuck      prometheus.Counter
+	wearerDropped *prometheus.CounterVec
 
 	problemMu sync.Mutex
 	problem   string
@@ -91,12 +92,14 @@ func New(version string) *Metrics {
 			Help: "Push-to-talk presses cut at input.ptt.max_utterance (each cut starts a new piece)."}),
 		pttStuck: prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: "ptt_stuck_total",
 			Help: "Push-to-talk presses that lasted longer than input.ptt.stuck_after (a key stuck down?)."}),
+		wearerDropped: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "wearer_dropped_total",
+			Help: "What the wearer gate dropped as quieter than the wearer: utterances (no whisper call) and words (cut from a kept utterance's text)."}, []string{"what"}),
 	}
 	build := prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "build_info",
 		Help: "Always 1; the version label says which agorad runs.", ConstLabels: prometheus.Labels{"version": version}})
 	build.Set(1)
 	m.reg.MustRegister(m.utterances, m.transcription, m.rtf, m.whisperCalls, m.listenBuffer, m.outbox, m.online,
-		m.reconnects, m.refused, m.journal, m.vadFrames, m.pttCuts, m.pttStuck, build,
+		m.reconnects, m.refused, m.journal, m.vadFrames, m.pttCuts, m.pttStuck, m.wearerDropped, build,
 		m.unconfirmed, m.parked, m.stuck, m.listenerErrs,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Series that exist from the start, so rate() and alerts see a zero
@@ -172,6 +175,12 @@ func (m *Metrics) PTTCut() { m.pttCuts.Inc() }
 
 // PTTStuck counts a press that outlasted input.ptt.stuck_after.
 func (m *Metrics) PTTStuck() { m.pttStuck.Inc() }
+
+// WearerDropped counts an utterance the wearer gate kept from whisper.
+func (m *Metrics) WearerDropped() { m.wearerDropped.WithLabelValues("utterance").Inc() }
+
+// WearerWordsDropped counts words the wearer gate cut from a transcript.
+func (m *Metrics) WearerWordsDropped(n int) { m.wearerDropped.WithLabelValues("word").Add(float64(n)) }
 
 // Reconnect counts a reconnection attempt.
 func (m *Metrics) Reconnect() { m.reconnects.Inc() }
