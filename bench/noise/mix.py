@@ -95,6 +95,11 @@ def active_rms(x: np.ndarray, window_db: float = 30.0) -> float:
     return float(np.sqrt(np.mean(e[keep])))
 
 
+def read_tsv(path: Path) -> list[dict[str, str]]:
+    with open(path, encoding="utf-8") as f:
+        return list(csv.DictReader(f, delimiter="\t"))
+
+
 def rms(x: np.ndarray) -> float:
     return float(np.sqrt(np.mean(x * x)))
 
@@ -141,7 +146,7 @@ def loop(x: np.ndarray, n: int, start: int) -> np.ndarray:
 class Builder:
     def __init__(self, shared: Path, out: Path, seed: int) -> None:
         self.shared, self.out, self.seed = shared, out, seed
-        self.manifest = list(csv.DictReader(open(shared / "audio" / "MANIFEST.tsv", encoding="utf-8"), delimiter="\t"))
+        self.manifest = read_tsv(shared / "audio" / "MANIFEST.tsv")
         self.recording = read_wav(shared / "audio" / RECORDING)
         self._babble_pool: dict[str, np.ndarray] = {}
 
@@ -234,8 +239,17 @@ def main(argv: list[str] | None = None) -> int:
         name = f"espeak_en_{i:02d}.wav"
         x = espeak(text, voice)
         clips.append((name, x))
-        rows.append({**{k: "" for k in rows[0]}, "file": name, "seconds": f"{len(x) / RATE:.3f}", "language": "en",
-                     "transcript": text, "source_repo": "espeak-ng", "source_path": voice})
+        rows.append(
+            {
+                **{k: "" for k in rows[0]},
+                "file": name,
+                "seconds": f"{len(x) / RATE:.3f}",
+                "language": "en",
+                "transcript": text,
+                "source_repo": "espeak-ng",
+                "source_path": voice,
+            }
+        )
     a.out.mkdir(parents=True, exist_ok=True)
     with open(a.out / "MANIFEST.tsv", "w", encoding="utf-8") as f:
         w = csv.DictWriter(f, fieldnames=list(rows[0]), delimiter="\t", lineterminator="\n")
@@ -249,7 +263,7 @@ def main(argv: list[str] | None = None) -> int:
         for kind in noises:
             for snr in snrs:
                 write_wav(a.out / f"{kind}{snr:g}" / name, b.mix(x, kind, snr, name))
-    print(f"mix: {len(clips)} clips × {len(noises)} noises × {len(snrs)} SNRs", file=sys.stderr)
+    print(f"mix: {len(clips)} clips, {len(noises)} noises, {len(snrs)} SNRs", file=sys.stderr)
 
     if a.noise_seconds > 0:
         n = int(a.noise_seconds * RATE)
@@ -261,7 +275,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"mix: noise-only files of {a.noise_seconds:g} s at {20 * np.log10(level):.1f} dBFS RMS", file=sys.stderr)
 
     if a.wake_corpus:
-        src = list(csv.DictReader(open(a.wake_corpus / "corpus.tsv", encoding="utf-8"), delimiter="\t"))
+        src = read_tsv(a.wake_corpus / "corpus.tsv")
         pos = [r for r in src if r["set"] == "pos" and r["lang"] == "en" and r["kind"] == "clean"][:: a.wake_every]
         with open(a.out / "wake.tsv", "w", encoding="utf-8") as f:
             w = csv.DictWriter(f, fieldnames=list(src[0]), delimiter="\t", lineterminator="\n")
@@ -275,7 +289,7 @@ def main(argv: list[str] | None = None) -> int:
                         x = b.mix(x, kind, float(cond[len(kind) :]), name)
                     write_wav(a.out / "wake" / cond / name, x)
                     w.writerow({**r, "file": f"wake/{cond}/{name}", "kind": cond})
-        print(f"mix: {len(pos)} wake positives × {1 + len(a.wake_conds.split())} conditions", file=sys.stderr)
+        print(f"mix: {len(pos)} wake positives, {1 + len(a.wake_conds.split())} conditions", file=sys.stderr)
     return 0
 
 

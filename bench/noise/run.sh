@@ -30,6 +30,10 @@
 #   WAKE_CORPUS    a bench/wakebench corpus (default: made, engines off)
 #   PRE ""         "speex speexagc rnnoise noisered": candidates to measure
 #   PRE_CONDS "clean pink10 pink5 machine10 machine5 babble10 babble5"
+#   CONDS          the conditions run (default clean and every NOISES×SNRS;
+#                  "none": only the PRE ones)
+#   STAGES "wer noise wake report"   the parts run
+#   REUSE 0        1: keep a system's output already in OUT for a condition
 #   THREADS 2   NICE 10   SEED 25   OUT bench/out/noise   CORPUS build/noise/corpus
 # Output: $OUT/noise.md (the tables), $OUT/<cond>.<system>.tsv (hypotheses),
 # .time (wall user sys maxrss), .json (agorad's utterances).
@@ -82,9 +86,21 @@ if [ "$(cat "$CORPUS/.args" 2>/dev/null)" != "$(sha256sum bench/noise/mix.py | c
 fi
 conds=clean
 for n in $NOISES; do for s in $SNRS; do conds="$conds $n$s"; done; done
+conds=${CONDS:-$conds}
+[ "$conds" != none ] || conds=
+STAGES=${STAGES:-wer noise wake report}
+stage() { [[ " $STAGES " == *" $1 "* ]]; }
+REUSE=${REUSE:-0}
 
 # --- preprocessing candidates -------------------------------------------------
 preconds=
+if [[ " $PRE " == *" speex"* ]] && [ ! -x build/speexdsp/speexprep ]; then
+  # Debian's libspeexdsp-dev unpacked into build/ (nothing installed on the host)
+  mkdir -p build/speexdsp/deb
+  (cd build/speexdsp/deb && apt-get download libspeexdsp-dev libspeexdsp1 >&2 && for d in *.deb; do dpkg -x "$d" ..; done)
+  cc -O2 -Ibuild/speexdsp/usr/include bench/noise/speexprep/speexprep.c \
+    "build/speexdsp/usr/lib/$(gcc -print-multiarch)/libspeexdsp.a" -lm -o build/speexdsp/speexprep
+fi
 for p in $PRE; do
   for c in $PRE_CONDS; do
     [ -d "$CORPUS/$c" ] || continue
@@ -98,11 +114,14 @@ for p in $PRE; do
 done
 
 # --- WER per condition ---------------------------------------------------------
-for c in $conds $preconds; do
+wconds="$conds $preconds"
+stage wer || wconds=
+for c in $wconds; do
   files=("$CORPUS/$c"/*.wav)
   for sys in $SYSTEMS; do
     case $c in *+*) [ "$sys" = agorad ] || continue ;; esac # candidates before agorad only
     o=$OUT/$c.$sys
+    [ "$REUSE" = 1 ] && [ -s "$o.time" ] && continue
     log "$c $sys (${#files[@]} clips)"
     case $sys in
       agorad)
@@ -118,7 +137,7 @@ for c in $conds $preconds; do
 done
 
 # --- noise alone ---------------------------------------------------------------
-if [ "$NOISE_SECONDS" != 0 ]; then
+if [ "$NOISE_SECONDS" != 0 ] && stage noise; then
   for n in $NOISES; do
     o=$OUT/noiseonly-$n.agorad
     log "noise alone: $n ($NOISE_SECONDS s)"
@@ -128,7 +147,7 @@ if [ "$NOISE_SECONDS" != 0 ]; then
 fi
 
 # --- wake verdict under noise --------------------------------------------------
-if [ "$WAKE" = 1 ]; then
+if [ "$WAKE" = 1 ] && stage wake; then
   o=$OUT/wake.agorad
   log "wake positives: $(($(wc -l <"$CORPUS/wake.tsv") - 1)) files"
   awk -F'\t' -v d="$CORPUS" 'NR > 1 {print d "/" $1}' "$CORPUS/wake.tsv" >"$o.files"
@@ -137,6 +156,7 @@ if [ "$WAKE" = 1 ]; then
 fi
 
 # --- report --------------------------------------------------------------------
+stage report || exit 0
 {
   echo "# noisebench $(date -u +%FT%TZ): tiny.en (agorad q8_0, faster-whisper int8), threads $THREADS, nice $NICE, $(git rev-parse --short HEAD); load before: $LOAD0, after: $(cut -d" " -f1-3 /proc/loadavg), $(nproc) cores"
   echo

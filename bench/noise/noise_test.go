@@ -1,0 +1,255 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"io"
+	"math"
+	"math/rand/v2"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agora/agorad/audio"
+	"github.com/agora/agorad/audio/segment"
+	"github.com/agora/agorad/audio/testaudio"
+	"github.com/agora/agorad/audio/vad"
+	"github.com/agora/agorad/transcribe"
+	"github.com/agora/agorad/transcribe/wer"
+)
+
+// The make-test-sized noise check (issue 25; bench/noise/run.sh is the
+// benchmark): the daemon's real path (energy gate + Silero segmenter, one
+// whisper call per utterance, tiny.en q8_0) on a few reference clips clean
+// and with pink noise at 10 dB below their active level, and on noise alone.
+
+// noisyClips: sentences and commands of shared/audio, a few seconds each.
+var noisyClips = []string{
+	"fw_jfk.wav",
+	"ljspeech_lj001_0004.wav",
+	"cheetah_test_en.wav",
+	"stp_en_turn_off_all_of_the_lights_in_the_office.wav",
+	"stp_en_what_s_the_weather_like_in_new_york.wav",
+	"deepspeech_arctic_a0024.wav",
+}
+
+// pink is n samples of pink noise (Paul Kellet's filter on seeded white
+// noise), RMS 1.
+func pink(r *rand.Rand, n int) []float32 {
+	out := make([]float32, n)
+	var b0, b1, b2, b3, b4, b5, b6 float64
+	for i := range out {
+		w := r.NormFloat64()
+		b0 = 0.99886*b0 + w*0.0555179
+		b1 = 0.99332*b1 + w*0.0750759
+		b2 = 0.96900*b2 + w*0.1538520
+		b3 = 0.86650*b3 + w*0.3104856
+		b4 = 0.55000*b4 + w*0.5329522
+		b5 = -0.7616*b5 - w*0.0168980
+		out[i] = float32(b0 + b1 + b2 + b3 + b4 + b5 + b6 + w*0.5362)
+		b6 = w * 0.115926
+	}
+	return scaleRMS(out, 1)
+}
+
+// machine is mains hum (50 Hz and harmonics) with impulsive hits, 1.5 a
+// second on average 15 dB above the hum, RMS 1 (as bench/noise/mix.py).
+func machine(r *rand.Rand, n int) []float32 {
+	out := make([]float32, n)
+	for k := 1; k < 10; k++ {
+		ph := r.Float64() * 2 * math.Pi
+		for i := range out {
+			out[i] += float32(math.Sin(2*math.Pi*50*float64(k)*float64(i)/audio.SampleRate+ph) / float64(k))
+		}
+	}
+	scaleRMS(out, 1)
+	for pos := 0; ; {
+		pos += int(r.ExpFloat64() * audio.SampleRate / 1.5)
+		if pos >= n {
+			break
+		}
+		ln := int(audio.SampleRate * (0.02 + 0.06*r.Float64()))
+		amp := 2 + 4*r.Float64()
+		for j := 0; j < ln && pos+j < n; j++ {
+			out[pos+j] += float32(r.NormFloat64() * amp * math.Exp(-float64(j)/(float64(ln)/5)))
+		}
+	}
+	return scaleRMS(out, 1)
+}
+
+func rms(x []float32) float64 {
+	s := 0.0
+	for _, v := range x {
+		s += float64(v) * float64(v)
+	}
+	return math.Sqrt(s / float64(max(len(x), 1)))
+}
+
+func scaleRMS(x []float32, want float64) []float32 {
+	g := float32(want / rms(x))
+	for i := range x {
+		x[i] *= g
+	}
+	return x
+}
+
+// activeRMS is the RMS of the 20 ms frames within 30 dB of the loudest
+// (the speech's active level: pauses left out), as mix.py's active_rms.
+func activeRMS(x []float32) float64 {
+	const n = audio.SampleRate / 50
+	var e []float64
+	top := 0.0
+	for i := 0; i+n <= len(x); i += n {
+		v := rms(x[i:i+n]) * rms(x[i:i+n])
+		e = append(e, v)
+		top = max(top, v)
+	}
+	sum, k := 0.0, 0
+	for _, v := range e {
+		if v >= top/1000 {
+			sum += v
+			k++
+		}
+	}
+	return math.Sqrt(sum / float64(k))
+}
+
+// mixSNR adds noise (RMS 1, at least as long) snr dB below speech's active level.
+func mixSNR(speech, noise []float32, snr float64) []float32 {
+	g := float32(activeRMS(speech) / math.Pow(10, snr/20))
+	out := make([]float32, len(speech))
+	for i := range speech {
+		out[i] = speech[i] + g*noise[i]
+	}
+	return out
+}
+
+// pipelineRun is one file through the daemon's path: the texts it would
+// publish and the seconds of audio whisper got.
+type pipelineRun struct {
+	texts     []string
+	toWhisper float64
+}
+
+func runPipeline(t *testing.T, det *vad.Detector, tr *transcribe.Transcriber, samples []float32) pipelineRun {
+	t.Helper()
+	det.Reset()
+	seg, err := segment.New(det, segment.DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := audio.NewSliceSource(samples, 0, time.Date(2026, 11, 26, 9, 0, 0, 0, time.UTC))
+	var out pipelineRun
+	emit := func(utts []segment.Utterance) {
+		for _, u := range utts {
+			out.toWhisper += float64(len(u.Samples)) / audio.SampleRate
+			res, err := tr.Transcribe(context.Background(), u.Samples)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if strings.TrimSpace(res.Text) != "" && res.Rejected == "" {
+				out.texts = append(out.texts, res.Text)
+			}
+		}
+	}
+	for {
+		c, err := src.Read(context.Background())
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		utts, err := seg.Push(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		emit(utts)
+	}
+	emit(seg.Flush())
+	return out
+}
+
+// TestNoiseReal: pink noise 10 dB below the speech keeps tiny.en's WER
+// within noisyWERBound of the same clips clean, and a minute of noise alone
+// (pink, machine) at the level of the 10 dB mixes hands at most 5 % of its
+// audio to whisper and publishes nothing (issue 25's noise-only target).
+func TestNoiseReal(t *testing.T) {
+	if testing.Short() {
+		t.Skip("whisper and Silero on real audio: slow")
+	}
+	model := testaudio.RealModel(t, "tiny.en")
+	det, err := vad.Open(testaudio.Model(t, "for-tests-silero-v6.2.0-ggml.bin"), vad.Options{Threads: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer det.Close()
+	tr, err := transcribe.New(transcribe.Options{ModelPath: model, Language: "en", Threads: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	manifest, err := wer.ReadManifest(testaudio.Clip(t, "MANIFEST.tsv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	refs := map[string]string{}
+	for _, c := range manifest {
+		refs[c.File] = c.Transcript
+	}
+	r := rand.New(rand.NewPCG(25, 10))
+	var clean, noisy wer.Tally
+	var levels []float64
+	for _, file := range noisyClips {
+		ref := refs[file]
+		if ref == "" {
+			t.Fatalf("%s: no transcript in the manifest", file)
+		}
+		x, err := audio.ReadFile(testaudio.Clip(t, file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		levels = append(levels, activeRMS(x))
+		hc := strings.Join(runPipeline(t, det, tr, x).texts, " ")
+		hn := strings.Join(runPipeline(t, det, tr, mixSNR(x, pink(r, len(x)), 10)).texts, " ")
+		clean.Add(ref, hc)
+		noisy.Add(ref, hn)
+		t.Logf("%s\n  clean: %q\n  pink 10 dB: %q", file, hc, hn)
+	}
+	t.Logf("WER clean %v; pink 10 dB %v", clean, noisy)
+	if bound := noisyWERBound(clean.WER()); noisy.WER() > bound {
+		t.Errorf("WER with pink noise at 10 dB SNR %.1f %% > %.1f %% (clean %.1f %%)", noisy.WER(), bound, clean.WER())
+	}
+
+	// noise alone at the level it had in the 10 dB mixes (their median)
+	level := median(levels) / math.Pow(10, 10.0/20)
+	for _, n := range []struct {
+		name string
+		gen  func(*rand.Rand, int) []float32
+	}{{"pink", pink}, {"machine", machine}} {
+		x := n.gen(r, 60*audio.SampleRate)
+		for i := range x {
+			x[i] *= float32(level)
+		}
+		got := runPipeline(t, det, tr, x)
+		share := got.toWhisper / 60
+		t.Logf("%s noise alone (%.1f dBFS): %.1f s to whisper, published %q", n.name, 20*math.Log10(level), got.toWhisper, got.texts)
+		if share > 0.05 || len(got.texts) > 0 {
+			t.Errorf("%s noise alone: %.1f %% of it to whisper (want ≤ 5 %%), %d utterances published (want 0): %q",
+				n.name, 100*share, len(got.texts), got.texts)
+		}
+	}
+}
+
+// noisyWERBound is the most WER the 10 dB pink mixes may have, from the
+// clean WER of the same clips: twice it plus 10 points. Not issue 25's
+// target (1.5×, not met: bench/noise/run.sh measures the gap), a guard
+// against the path getting worse in noise.
+func noisyWERBound(clean float64) float64 { return 2*clean + 10 }
+
+func median(x []float64) float64 {
+	s := slices.Clone(x)
+	slices.Sort(s)
+	return s[len(s)/2]
+}
