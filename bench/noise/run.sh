@@ -34,6 +34,7 @@
 #                  "none": only the PRE ones)
 #   STAGES "wer noise wake report"   the parts run
 #   REUSE 0        1: keep a system's output already in OUT for a condition
+#   NOISE_RUN      the noise-only files run (default NOISES)
 #   THREADS 2   NICE 10   SEED 25   OUT bench/out/noise   CORPUS build/noise/corpus
 # Output: $OUT/noise.md (the tables), $OUT/<cond>.<system>.tsv (hypotheses),
 # .time (wall user sys maxrss), .json (agorad's utterances).
@@ -138,7 +139,7 @@ done
 
 # --- noise alone ---------------------------------------------------------------
 if [ "$NOISE_SECONDS" != 0 ] && stage noise; then
-  for n in $NOISES; do
+  for n in ${NOISE_RUN:-$NOISES}; do
     o=$OUT/noiseonly-$n.agorad
     log "noise alone: $n ($NOISE_SECONDS s)"
     run "$o.time" build/bin/agorad transcribe --model "$MODEL" --vad-model "$VAD" --threads "$THREADS" \
