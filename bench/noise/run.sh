@@ -102,6 +102,13 @@ if [[ " $PRE " == *" speex"* ]] && [ ! -x build/speexdsp/speexprep ]; then
   cc -O2 -Ibuild/speexdsp/usr/include bench/noise/speexprep/speexprep.c \
     "build/speexdsp/usr/lib/$(gcc -print-multiarch)/libspeexdsp.a" -lm -o build/speexdsp/speexprep
 fi
+if [[ " $PRE " == *" rnnoise "* ]]; then
+  req=bench/noise/requirements.txt venv=$(dirname "$(dirname "$PY")")
+  if [ "$(cat "$venv/.noise-requirements.sha256" 2>/dev/null)" != "$(sha256sum "$req" | cut -d' ' -f1)" ]; then
+    "$venv/bin/pip" install -q --disable-pip-version-check -r "$req" >&2
+    sha256sum "$req" | cut -d' ' -f1 >"$venv/.noise-requirements.sha256"
+  fi
+fi
 for p in $PRE; do
   for c in $PRE_CONDS; do
     [ -d "$CORPUS/$c" ] || continue
