@@ -254,7 +254,7 @@ func TestNoiseReal(t *testing.T) {
 
 // noisyWERBound is the most WER the 10 dB pink mixes may have, from the
 // clean WER of the same clips: twice it plus 20 points (measured: 10.0 %
-// clean, 31.4 % in noise). Not issue 25's target (1.5×, not met:
+// clean, 28.6-31.4 % in noise). Not issue 25's target (1.5×, not met:
 // bench/noise/run.sh measures the gap) but a guard: a segmenter that loses
 // speech in noise, or a stage that garbles it, fails it.
 func noisyWERBound(clean float64) float64 { return 2*clean + 20 }
