@@ -31,7 +31,7 @@ PKGS := ./...
 VERSION := $(or $(VERSION),$(shell sh scripts/version.sh))
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: demo all deps whisper shim build test-fresh goenv deb test-system test test-short vet fmt run bench clean reference-graph refgraph-venv refgraph-test py-test models fuzz test-fleet test-flood bench-bridge
+.PHONY: demo all deps whisper shim build test-fresh goenv deb test-system test test-short vet fmt run bench clean reference-graph refgraph-venv refgraph-test py-test models fuzz test-fleet test-flood bench-bridge bench-noise
 
 all: build
 
@@ -176,7 +176,7 @@ refgraph-test:
 # The benchmarks' and the spotter trainer's Python: ruff, and the wake
 # benchmark's small corpus under pytest (the reference graph's venv has both).
 py-test:
-	bash scripts/refgraph.sh pytools bench/wakebench wake/kws/train
+	bash scripts/refgraph.sh pytools bench/wakebench wake/kws/train bench/noise
 
 bench: build
 	bash bench/run.sh
@@ -192,6 +192,13 @@ test-fleet: deps shim
 # Not part of `make test`: minutes on a loaded machine.
 test-flood: deps shim
 	AGORAD_FLOOD_REPLIES=10000 $(GO) test -count=1 -timeout 30m -run 'TestReplyFloodStaysOnline' -v ./cmd/agorad/internal/daemon/
+
+# Speech through noise (issue 25, bench/noise/run.sh): WER of agorad and
+# faster-whisper per noise and SNR, noise alone through the segmenter, the
+# wake verdict under noise; PRE="speex rnnoise ..." measures preprocessing
+# candidates. Long (an hour and more on 2 cores): EVERY=4 for a subset.
+bench-noise: deps build
+	bash bench/noise/run.sh
 
 # agora-bridge throughput and latency (bench/bridgebench).
 bench-bridge: deps shim
