@@ -96,3 +96,35 @@ func TestSpeechThroughVirtualMic(t *testing.T) {
 		t.Errorf("captured speech correlates %.3f with what was spoken, want > 0.95", c)
 	}
 }
+
+func TestActiveDB(t *testing.T) {
+	tone := make([]float32, 16000)
+	for i := range tone {
+		tone[i] = 0.1 * float32(math.Sin(2*math.Pi*440*float64(i)/16000))
+	}
+	want := 20 * math.Log10(0.1/math.Sqrt2) // a sine's RMS
+	tests := []struct {
+		name string
+		s    []float32
+	}{
+		{"tone", tone},
+		{"tone between pauses", Concat(Silence(2000), tone, Silence(3000))},
+		{"tone over a quiet hum 40 dB down", func() []float32 {
+			s := Concat(Silence(1000), tone)
+			for i := range s {
+				s[i] += 0.001 * float32(math.Sin(2*math.Pi*50*float64(i)/16000))
+			}
+			return s
+		}()},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := ActiveDB(tc.s, 30); math.Abs(got-want) > 0.2 {
+				t.Errorf("ActiveDB = %.2f dBFS, want %.2f (pauses left out)", got, want)
+			}
+			if got := ActiveDB(AtActiveDB(tc.s, -30, 30), 30); math.Abs(got+30) > 0.01 {
+				t.Errorf("after AtActiveDB(-30): %.2f dBFS", got)
+			}
+		})
+	}
+}

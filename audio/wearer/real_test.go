@@ -3,7 +3,6 @@ package wearer_test
 import (
 	"context"
 	"log/slog"
-	"math"
 	"strings"
 	"testing"
 	"time"
@@ -20,34 +19,9 @@ import (
 
 func TestMain(m *testing.M) { testaudio.Main(m) }
 
-// activeDB is the level clips are mixed at (the "active level"):
-// the power mean of the frames within 35 dB of the loudest.
-func activeDB(s []float32) float64 {
-	fl := wearer.FrameLevels(s)
-	top := -200.0
-	for _, l := range fl {
-		top = max(top, l)
-	}
-	var p float64
-	n := 0
-	for _, l := range fl {
-		if l > top-35 {
-			p += math.Pow(10, l/10)
-			n++
-		}
-	}
-	return 10 * math.Log10(p/float64(max(n, 1)))
-}
-
-// atLevel scales s to the active level db.
-func atLevel(s []float32, db float64) []float32 {
-	g := float32(math.Pow(10, (db-activeDB(s))/20))
-	out := make([]float32, len(s))
-	for i, v := range s {
-		out[i] = v * g
-	}
-	return out
-}
+// activeRange: clips are set to levels by their frames within 35 dB of the
+// loudest (testaudio.ActiveDB).
+const activeRange = 35
 
 // mix adds b into a from sample at (a grows to hold it).
 func mix(a, b []float32, at int) []float32 {
@@ -161,7 +135,7 @@ func others(t *testing.T, n int, db float64) ([]float32, map[string]bool) {
 	for len(out) < n {
 		out = append(out, s[:min(len(s), n-len(out))]...)
 	}
-	return atLevel(out, db), words
+	return testaudio.AtActiveDB(out, db, activeRange), words
 }
 
 // TestRealWearerAmongOthers: the wearer (jfk, at the expected level) with
@@ -182,7 +156,7 @@ func TestRealWearerAmongOthers(t *testing.T) {
 	// A headset wearer at -26 dBFS active level (about the expected level
 	// as the gate measures an utterance, pauses included).
 	const wearerActive = -26.0
-	own := atLevel(jfk, wearerActive)
+	own := testaudio.AtActiveDB(jfk, wearerActive, activeRange)
 	lead := 3 * audio.SampleRate
 	bab, theirs := others(t, lead+len(own)+3*audio.SampleRate, wearerActive-15)
 	stream := mix(append([]float32(nil), bab...), own, lead)
@@ -232,7 +206,7 @@ func TestRealWearerAmongOthers(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	say := atLevel(testaudio.Speak(t, "en-us", "Agora, the beam on level three has a crack."), wearerActive)
+	say := testaudio.AtActiveDB(testaudio.Speak(t, "en-us", "Agora, the beam on level three has a crack."), wearerActive, activeRange)
 	quiet := mix(make([]float32, lead+len(say)+2*audio.SampleRate), say, lead)
 	woke := false
 	for _, n := range p.notes(t, cfg, quiet) {

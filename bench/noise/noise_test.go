@@ -97,26 +97,9 @@ func scaleRMS(x []float32, want float64) []float32 {
 	return x
 }
 
-// activeRMS is the RMS of the 20 ms frames within 30 dB of the loudest
-// (the speech's active level: pauses left out), as mix.py's active_rms.
-func activeRMS(x []float32) float64 {
-	const n = audio.SampleRate / 50
-	var e []float64
-	top := 0.0
-	for i := 0; i+n <= len(x); i += n {
-		v := rms(x[i:i+n]) * rms(x[i:i+n])
-		e = append(e, v)
-		top = max(top, v)
-	}
-	sum, k := 0.0, 0
-	for _, v := range e {
-		if v >= top/1000 {
-			sum += v
-			k++
-		}
-	}
-	return math.Sqrt(sum / float64(k))
-}
+// activeRMS is the speech's active level as an RMS: its 20 ms frames within
+// 30 dB of the loudest, as mix.py's active_rms.
+func activeRMS(x []float32) float64 { return math.Pow(10, testaudio.ActiveDB(x, 30)/20) }
 
 // mixSNR adds noise (RMS 1, at least as long) snr dB below speech's active level.
 func mixSNR(speech, noise []float32, snr float64) []float32 {

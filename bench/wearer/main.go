@@ -14,7 +14,6 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
-	"math"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -25,18 +24,21 @@ import (
 
 	"github.com/agora/agorad/audio"
 	"github.com/agora/agorad/audio/segment"
+	"github.com/agora/agorad/audio/testaudio"
 	"github.com/agora/agorad/audio/vad"
 	"github.com/agora/agorad/audio/wearer"
 	"github.com/agora/agorad/transcribe"
 	"github.com/agora/agorad/transcribe/wer"
 )
 
-// wearerDBFS is the wearer's active level at the headset (activeDB's
-// measure); each clip is set to it ± jitterDB.
+// wearerDBFS is the wearer's active level at the headset
+// (testaudio.ActiveDB over activeRange: pauses left out, independent of the
+// gate's own measure); each clip is set to it ± jitterDB.
 const (
-	wearerDBFS = -26.0
-	jitterDB   = 2.0
-	talkers    = 4
+	wearerDBFS  = -26.0
+	activeRange = 35.0
+	jitterDB    = 2.0
+	talkers     = 4
 )
 
 type placed struct {
@@ -115,7 +117,7 @@ func main() {
 	var gateLevels []float64
 	for _, i := range own {
 		ownSec += float64(len(audios[i])) / audio.SampleRate
-		gateLevels = append(gateLevels, wearer.Level(scaled(audios[i], wearerDBFS)))
+		gateLevels = append(gateLevels, wearer.Level(testaudio.AtActiveDB(audios[i], wearerDBFS, activeRange)))
 	}
 	slices.Sort(gateLevels)
 	fmt.Printf("the wearer's clips at %.0f dBFS active level measure %.1f dBFS by the gate's Level (median; %.1f..%.1f)\n",
@@ -184,35 +186,6 @@ func gateName(c wearer.Config) string {
 
 func pct(a, b int) float64 { return 100 * float64(a) / float64(max(b, 1)) }
 
-// activeDB is the level clips are mixed at: the mean power of the frames
-// within 35 dB of the loudest (pauses left out), independent of the gate's
-// own measure.
-func activeDB(s []float32) float64 {
-	fl := wearer.FrameLevels(s)
-	top := -200.0
-	for _, l := range fl {
-		top = max(top, l)
-	}
-	var p float64
-	n := 0
-	for _, l := range fl {
-		if l > top-35 {
-			p += math.Pow(10, l/10)
-			n++
-		}
-	}
-	return 10 * math.Log10(p/float64(max(n, 1)))
-}
-
-func scaled(s []float32, db float64) []float32 {
-	g := float32(math.Pow(10, (db-activeDB(s))/20))
-	out := make([]float32, len(s))
-	for i, v := range s {
-		out[i] = v * g
-	}
-	return out
-}
-
 // build lays the wearer's clips out with 3 s between them (babble only)
 // and fills the whole stream with talkers of the pool, belowDB under the
 // wearer. With no wearer clips the stream is n samples of babble.
@@ -223,7 +196,7 @@ func build(audios [][]float32, own, pool []int, belowDB float64, n int, seed uin
 	pos := gap
 	var speech []float32
 	for _, i := range own {
-		c := scaled(audios[i], wearerDBFS+(rng.Float64()*2-1)*jitterDB)
+		c := testaudio.AtActiveDB(audios[i], wearerDBFS+(rng.Float64()*2-1)*jitterDB, activeRange)
 		st.wearer = append(st.wearer, placed{pos, pos + len(c), i})
 		speech = append(speech, make([]float32, pos-len(speech))...)
 		speech = append(speech, c...)
@@ -236,7 +209,7 @@ func build(audios [][]float32, own, pool []int, belowDB float64, n int, seed uin
 		at := -rng.IntN(3 * audio.SampleRate)
 		for at < total {
 			i := pool[rng.IntN(len(pool))]
-			c := scaled(audios[i], -30)
+			c := testaudio.AtActiveDB(audios[i], -30, activeRange)
 			for j, v := range c {
 				if at+j >= 0 && at+j < total {
 					bab[at+j] += v
@@ -246,7 +219,7 @@ func build(audios [][]float32, own, pool []int, belowDB float64, n int, seed uin
 			at += len(c) + rng.IntN(audio.SampleRate/2)
 		}
 	}
-	bab = scaled(bab, wearerDBFS-belowDB)
+	bab = testaudio.AtActiveDB(bab, wearerDBFS-belowDB, activeRange)
 	st.s = make([]float32, total)
 	for i := range st.s {
 		st.s[i] = speech[i] + bab[i]

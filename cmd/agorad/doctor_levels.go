@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"time"
 
 	"github.com/agora/agorad/cmd/internal/control"
 	"github.com/agora/agorad/configs"
@@ -30,19 +29,14 @@ const (
 // checkLevels asks a running agorad for the noise floor and the wearer's
 // speech level over the last minutes and judges the microphone's placement.
 func checkLevels(ctx context.Context, cfg *configs.Config) check {
-	c, err := control.Dial(cfg.Control.Socket)
-	if errors.Is(err, control.ErrNotRunning) {
+	st, err := runningStatus(ctx, cfg)
+	switch {
+	case errors.Is(err, control.ErrNotRunning):
 		return check{"levels", "skip", "agorad is not running: no noise floor or speech level to report", "start agorad, speak a few sentences and run doctor again"}
-	}
-	if err != nil {
+	case errors.Is(err, errAsk):
+		return check{"levels", "warn", err.Error(), ""}
+	case err != nil:
 		return check{"levels", "warn", err.Error(), "run doctor as a member of group agorad to see the levels the running daemon hears"}
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	st, err := c.Status(ctx)
-	if err != nil {
-		return check{"levels", "warn", "ask the running agorad: " + err.Error(), ""}
 	}
 	return judgeLevels(st.Levels)
 }
