@@ -141,7 +141,7 @@ run: deps build
 	  [ -f "models/ggml-$$m.bin" ] || ./build/bin/agorad model fetch "$$m" --dir models || exit 1; fi
 	@if [ ! -f models/ggml-silero-v6.2.0.bin ] && [ ! -f ../shared/models/for-tests-silero-v6.2.0-ggml.bin ]; then \
 	  ./build/bin/agorad model fetch silero-v6.2.0 --dir models || exit 1; fi
-	./build/bin/agorad run -c configs/agorad.yaml --input $(INPUT) $(if $(WHISPER),--model $(WHISPER)) \
+	OMP_WAIT_POLICY=$${OMP_WAIT_POLICY:-passive} ./build/bin/agorad run -c configs/agorad.yaml --input $(INPUT) $(if $(WHISPER),--model $(WHISPER)) \
 	  --state-dir $(STATE_DIR) --socket $(SOCKET) --broker $(BROKER)
 
 # The whole chain on one machine (cmd/internal/demo, cmd/internal/chain): mosquitto on a free loopback port,

@@ -18,7 +18,11 @@
 # known) to the Dutch clips of the auto and nl runs; ESPEAK_NL=N the first N.
 # ESPEAK_EN=1 adds the English espeak-ng sentences the tests speak (voice
 # en) to the en and auto runs, scored on their own (manifest language
-# en-espeak, its own table); ESPEAK_EN=N the first N.
+# en-espeak, its own table); ESPEAK_EN=N the first N. ESPEAK_EN=wake speaks
+# the wake benchmark's 85 English sentences instead (bench/wakebench/
+# sentences/en_start.txt and en_mid.txt, the name taken out at the start and
+# "the engineer" in its place mid-sentence: whisper's text of the rest), each
+# by the next of ten espeak-ng English voices and variants.
 #
 # Systems (SYSTEMS, default all):
 #   agorad agorad-q8_0             agorad transcribe, f16 / q8_0 import
@@ -39,6 +43,14 @@
 #                                  temperature fallback)
 #   fw-int8 fw-float32             faster-whisper 1.2.1, beam 1, on the
 #                                  CTranslate2 original
+#   SYSTEM@VARIANT                 an agorad system on another build
+#                                  of the same pinned source (issue 24
+#                                  lever 3), made by scripts/whisper.sh
+#                                  variant: @llamafile (-DGGML_LLAMAFILE=ON,
+#                                  llamafile's tinyBLAS matrix kernels),
+#                                  @nollamafile (OFF), @noomp (ggml's own
+#                                  thread pool instead of OpenMP); e.g.
+#                                  agorad-q8_0-unpacked@noomp
 # Runs: tiny.en with language en; base with en and with auto on the English
 # clips (+ the Dutch ones for auto), and nl on the Dutch ones.
 #
@@ -76,6 +88,16 @@ make -s build
 [ -f models/ggml-tiny.en.bin ] || make -s models >&2 || { echo "werbench: make models failed: $(cat models/UNAVAILABLE 2>/dev/null)" >&2; exit 1; }
 AGORAD=${AGORAD_BIN:-$(pwd)/build/bin/agorad}
 VAD=$SHARED/models/for-tests-silero-v6.2.0-ggml.bin
+# the build variants the systems name, built once (scripts/whisper.sh variant)
+for sys in $SYSTEMS; do
+  case $sys in
+    *@llamafile) bash scripts/whisper.sh variant llamafile -DGGML_LLAMAFILE=ON ;;
+    *@nollamafile) bash scripts/whisper.sh variant nollamafile -DGGML_LLAMAFILE=OFF ;;
+    *@noomp) bash scripts/whisper.sh variant noomp -DGGML_OPENMP=OFF ;;
+    agorad*@*) echo "werbench: unknown build variant in $sys" >&2; exit 2 ;;
+    *@*) echo "werbench: $sys: only agorad systems run on a variant (whisper-cli loads its CPU module from beside itself)" >&2; exit 2 ;;
+  esac
+done
 inroot=$(mktemp -d)
 trap 'rm -rf "$inroot"' EXIT
 mkdir -p "$inroot"
@@ -108,16 +130,26 @@ Speel wat muziek in de woonkamer.
 SENTENCES
 fi
 
+espeak_en_voices=(en en-us en-gb-x-rp+f3 en-gb-scotland+m3 en-029 en-us+f2 en-gb-x-gbclan+klatt en-us+m7 en-gb-x-gbcwmd+f4 en+croak)
+espeak_en_text() {
+  if [ "$ESPEAK_EN" = wake ]; then
+    sed -E 's/^(Hey |OK |Okay )?Agora, (.)/\u\2/; s/\bAgora\b/the engineer/g' \
+      bench/wakebench/sentences/en_start.txt bench/wakebench/sentences/en_mid.txt
+  else
+    cat
+  fi
+}
 if [ "$ESPEAK_EN" != 0 ]; then
   i=0
   while IFS= read -r text; do
-    i=$((i + 1)); [ "$ESPEAK_EN" = 1 ] || [ "$i" -le "$ESPEAK_EN" ] || break
+    i=$((i + 1)); [ "$ESPEAK_EN" = 1 ] || [ "$ESPEAK_EN" = wake ] || [ "$i" -le "$ESPEAK_EN" ] || break
     c=espeak_en_$i.wav
-    espeak-ng -v en -w "$inroot/raw.wav" "$text"
+    voice=en; [ "$ESPEAK_EN" = wake ] && voice=${espeak_en_voices[$(( (i - 1) % ${#espeak_en_voices[@]} ))]}
+    espeak-ng -v "$voice" -w "$inroot/raw.wav" "$text"
     sox "$inroot/raw.wav" -r 16000 -c 1 -b 16 -e signed-integer "$inroot/$c"
     printf '%s\t0\ten-espeak\t%s\t\tespeak-ng\t-\t-\t-\n' "$c" "$text" >>"$MANIFEST"
     en="$en $c"
-  done <<'SENTENCES'
+  done < <(espeak_en_text <<'SENTENCES'
 Agora, the door is damaged.
 The crack in the beam is not structural.
 What should I write in the report about the crack in the beam?
@@ -128,6 +160,7 @@ Agora, listen.
 Pressure is normal.
 The gutter on the east side is blocked, and the beam at grid C is deflected.
 SENTENCES
+)
 fi
 
 # model FILE for MODEL and SYSTEM: the f16 import, or a quantized one (made
@@ -151,12 +184,18 @@ decode() {
   local out=$OUT/$model-$lang-$sys.tsv files=() c
   local time=(run /usr/bin/time -a -o "$out.times" -f '%e %U %S %M')
   for c in "$@"; do files+=("$inroot/$c"); done
+  # SYSTEM@VARIANT: the variant's libraries first (they share the sonames;
+  # ggml loads its CPU module from beside the libggml it was loaded from)
+  case $sys in agorad*@*)
+    time=(run env LD_LIBRARY_PATH="$(pwd)/build/whisper/variants/${sys#*@}/lib" "${time[@]:1}")
+    sys=${sys%@*} ;;
+  esac
   case $sys in
     agorad*)
       local bin=$AGORAD
       case $sys in agoradmain*) bin=${AGORAD_MAIN_BIN:?agoradmain needs AGORAD_MAIN_BIN} ;; esac
       local pack=(); case $sys in *-unpacked|*-unpacked-steps) pack=(--pack=false) ;; esac
-      case $sys in *-steps) pack+=(--window steps) ;; esac
+      case $sys in *-steps) pack+=(--window steps) ;; *) pack+=(--window full) ;; esac
       "${time[@]}" "$bin" transcribe --model "$(ggml "$model" "$sys")" --vad-model "$VAD" \
         --threads "$THREADS" --lang "$lang" "${pack[@]}" "${files[@]}" >"$out.json" 2>>"$out.err"
       jq -r '[(.file | split("/") | last), .text, .lang] | @tsv' "$out.json" >>"$out" ;;

@@ -10,6 +10,13 @@
 #                                         default: this machine's) into
 #                                         build/whisper/ARCH/{include,lib,bin}
 #   bash scripts/whisper.sh key [ARCH]    print the build's cache key
+#   bash scripts/whisper.sh variant NAME [CMAKE_ARG...]
+#                                         the same source and configuration
+#                                         plus CMAKE_ARG... (e.g.
+#                                         -DGGML_OPENMP=OFF), for benchmarks
+#                                         (bench/variants.sh): only the CPU
+#                                         module this machine loads, into
+#                                         build/whisper/variants/NAME
 #
 # The source is PyPI's sdist of pywhispercpp, which carries the complete
 # whisper.cpp tree (CMake, ggml, bindings/go) of the release it wraps; this
@@ -27,7 +34,9 @@
 # the directory libggml was loaded from (audio/ggml). Every library and
 # whisper-cli finds its neighbours through RUNPATH $ORIGIN, so the same
 # files work in build/whisper/ARCH/lib and in the package's /usr/lib/agorad.
-# OpenMP (libgomp) runs ggml's threads, as in Debian's own build.
+# OpenMP (libgomp) runs ggml's threads, as in Debian's own build (ggml's own
+# thread pool measured no cheaper, issue 24). On amd64 the matrix products
+# use llamafile's kernels (cmake_args says why).
 #
 # Results are cached outside the work tree (AGORAD_CACHE, default
 # ~/.cache/agorad) under a key of the pin, this script and the compiler, so
@@ -102,6 +111,14 @@ cmake_args() {
     -DWHISPER_BUILD_TESTS=OFF -DWHISPER_BUILD_EXAMPLES=ON -DWHISPER_BUILD_SERVER=OFF \
     -DWHISPER_CURL=OFF -DWHISPER_SDL2=OFF \
     -DCMAKE_BUILD_WITH_INSTALL_RPATH=ON '-DCMAKE_INSTALL_RPATH=$ORIGIN:$ORIGIN/../lib'
+  # llamafile's tinyBLAS kernels for the q8_0 and f16 matrix products
+  # (ggml's default is off; llama.cpp turns it on): measured on amd64 (issue
+  # 24, bench/werbench.sh @nollamafile against this) 28 % (tiny.en) and 32 %
+  # (base) less CPU per utterance, WER within 0.3 point. arm64 keeps ggml's
+  # default: not measured there.
+  if [ "$1" = amd64 ]; then
+    printf '%s\n' -DGGML_LLAMAFILE=ON
+  fi
   if [ "$1" != "$(host_arch)" ]; then
     printf '%s\n' -DCMAKE_SYSTEM_NAME=Linux -DCMAKE_SYSTEM_PROCESSOR="$(gnu_cpu "$1")"
   fi
@@ -175,9 +192,45 @@ cmd_build() {
   log "whisper.cpp $VERSION for $arch: build/whisper/$arch ($(ls "build/whisper/$arch/lib"/libggml-cpu-*.so | wc -l) CPU variants)"
 }
 
+# cmd_variant NAME CMAKE_ARG...: see the header. Later -D arguments win in
+# CMake, so CMAKE_ARG... override the project's. Not cached: a benchmark
+# builds it once per work tree.
+cmd_variant() {
+  local name=${1:?variant NAME [CMAKE_ARG...]} arch mod out bld src args
+  shift
+  arch=$(host_arch)
+  cmd_build >/dev/null
+  # the module ggml picks here, by loading the project's build
+  mod=$({ "build/whisper/$arch/bin/whisper-cli" -m /nonexistent -f /dev/null 2>&1 || true; } |
+    sed -n 's/.*loaded CPU backend from .*libggml-cpu-\(.*\)\.so$/\1/p' | head -1)
+  [ -n "$mod" ] || die "could not tell which CPU module this machine loads"
+  out=build/whisper/variants/$name
+  # rebuilt when the project's configuration or the arguments change
+  if [ -f "$out/.complete" ] && [ "$(cat "$out/ARGS")" = "$mod $(cache_key "$arch") $*" ]; then
+    log "variant $name: $out (cached)"; return
+  fi
+  bld=build/whisper/variants/build-$name
+  rm -rf "$bld" "$out"; mkdir -p "$bld" "$out/lib" "$out/bin"
+  cp -a "$SRC" "$bld/src"; src=$bld/src
+  # every CPU variant but the one this machine loads
+  sed -i -E "/ggml_add_cpu_backend_variant\(/{/ggml_add_cpu_backend_variant\(${mod//./\\.}( |\))/!d}" "$src/ggml/src/CMakeLists.txt"
+  mapfile -t args < <(cmake_args "$arch")
+  log "variant $name ($mod module): $*"
+  cmake -S "$src" -B "$bld/b" "${args[@]}" "$@" >"$bld/cmake.log" 2>&1 || { tail -30 "$bld/cmake.log" >&2; die "cmake failed ($bld/cmake.log)"; }
+  cmake --build "$bld/b" -j "$JOBS" --target whisper-cli whisper-bench >"$bld/build.log" 2>&1 || { tail -30 "$bld/build.log" >&2; die "build failed ($bld/build.log)"; }
+  find "$bld/b" -name '*.so*' \( -type f -o -type l \) -exec cp -a {} "$out/lib/" \;
+  cp "$bld/b/bin/whisper-cli" "$bld/b/bin/whisper-bench" "$out/bin/"
+  ln -s "../lib/libggml-cpu-$mod.so" "$out/bin/"
+  echo "$mod $(cache_key "$arch") $*" >"$out/ARGS"
+  touch "$out/.complete"
+  rm -rf "$bld"
+  log "variant $name: $out"
+}
+
 case ${1:-} in
   src) cmd_src ;;
+  variant) shift; cmd_variant "$@" ;;
   build) cmd_build "${2:-}" ;;
   key) cache_key "${2:-$(host_arch)}" ;;
-  *) echo "usage: whisper.sh src | build [ARCH] | key [ARCH]" >&2; exit 2 ;;
+  *) echo "usage: whisper.sh src | build [ARCH] | key [ARCH] | variant NAME [CMAKE_ARG...]" >&2; exit 2 ;;
 esac

@@ -16,6 +16,7 @@ import (
 	"github.com/agora/agorad/audio"
 	"github.com/agora/agorad/audio/segment"
 	"github.com/agora/agorad/audio/vad"
+	"github.com/agora/agorad/configs"
 	"github.com/agora/agorad/transcribe"
 	"github.com/agora/agorad/transcribe/model"
 	"github.com/agora/agorad/wake"
@@ -130,7 +131,7 @@ func cmdTranscribe(ctx context.Context, args []string, stdout, stderr io.Writer,
 	spotThreshold := fs.Float64("spotter-threshold", 0, "keyword spotter threshold (0: the trained head's)")
 	wakeFuse := fs.Float64("wake-fuse", wake.DefaultFuse, "spotter score from which a name whisper wrote something like counts, as the daemon's wake.fuse (0: off)")
 	wakeFuseLike := fs.Float64("wake-fuse-like", wake.DefaultFuseLike, "how much whisper's words must sound like the name in the fuse band, as wake.fuse_like")
-	window := fs.String("window", "full", "whisper's encoder window per utterance: full (30 s) or steps (10.24/15.36 s when the utterance fits with 2 s to spare)")
+	window := fs.String("window", configs.Default().Transcribe.Window, "whisper's encoder window per utterance, as the daemon's transcribe.window: full (30 s) or steps (10.24/15.36 s when the utterance fits with 2 s to spare)")
 	pack := fs.Bool("pack", true, "pack consecutive utterances into shared 30 s whisper windows (one call per window, not per utterance)")
 	verbose := fs.Bool("v", false, "log debug details (whisper's own logging included) on stderr")
 	fs.Usage = func() {
