@@ -149,8 +149,25 @@ cache_key() {
   { cat scripts/whisper.pin; cmake_args "$arch"; echo "$arch" "drop:" $(dropped_variants "$arch"); "$cc" --version | head -1; "$cc" -dumpversion; } | sha256sum | cut -c1-16
 }
 
+# compile BLD OUT CMAKE_ARG...: configures and builds the tree in BLD/src
+# (whisper-cli and whisper-bench) and puts the libraries (with their soname
+# links), the CPU modules and the two programs into OUT/{lib,bin}. The
+# programs look for the modules beside themselves (ggml's default), so bin/
+# links to them.
+compile() {
+  local bld=$1 out=$2 m
+  shift 2
+  cmake -S "$bld/src" -B "$bld/b" "$@" >"$bld/cmake.log" 2>&1 || { tail -30 "$bld/cmake.log" >&2; die "cmake failed ($bld/cmake.log)"; }
+  cmake --build "$bld/b" -j "$JOBS" --target whisper-cli whisper-bench >"$bld/build.log" 2>&1 || { tail -30 "$bld/build.log" >&2; die "build failed ($bld/build.log)"; }
+  mkdir -p "$out/lib" "$out/bin"
+  find "$bld/b" -name '*.so*' \( -type f -o -type l \) -exec cp -a {} "$out/lib/" \;
+  ls "$out/lib"/libggml-cpu-*.so >/dev/null 2>&1 || die "no CPU backend modules were built ($bld/build.log)"
+  cp "$bld/b/bin/whisper-cli" "$bld/b/bin/whisper-bench" "$out/bin/"
+  for m in "$out/lib"/libggml-cpu-*.so; do ln -s "../lib/${m##*/}" "$out/bin/${m##*/}"; done
+}
+
 cmd_build() {
-  local arch=${1:-$(host_arch)} key out cc cxx bld src m
+  local arch=${1:-$(host_arch)} key out cc cxx bld src
   cmd_src
   key=$(cache_key "$arch")
   out=$CACHE/whisper/$VERSION-$arch-$key
@@ -168,18 +185,10 @@ cmd_build() {
     for v in $(dropped_variants "$arch"); do
       sed -i "/ggml_add_cpu_backend_variant(${v//./\\.} /d" "$src/ggml/src/CMakeLists.txt"
     done
-    log "configuring whisper.cpp $VERSION for $arch ($cc)"
-    cmake -S "$src" -B "$bld/b" "${args[@]}" >"$bld/cmake.log" 2>&1 || { tail -30 "$bld/cmake.log" >&2; die "cmake failed ($bld/cmake.log)"; }
-    log "building (a few minutes per CPU variant on $JOBS cores; cached afterwards in $out)"
-    cmake --build "$bld/b" -j "$JOBS" --target whisper-cli whisper-bench >"$bld/build.log" 2>&1 || { tail -30 "$bld/build.log" >&2; die "build failed ($bld/build.log)"; }
-    mkdir -p "$out.tmp/lib" "$out.tmp/include" "$out.tmp/bin"
-    # libraries (with their soname links) and the CPU variant modules
-    find "$bld/b" -name '*.so*' \( -type f -o -type l \) -exec cp -a {} "$out.tmp/lib/" \;
+    log "configuring whisper.cpp $VERSION for $arch ($cc); building (a few minutes per CPU variant on $JOBS cores; cached afterwards in $out)"
+    compile "$bld" "$out.tmp" "${args[@]}"
+    mkdir -p "$out.tmp/include"
     cp "$src"/include/whisper.h "$src"/ggml/include/*.h "$out.tmp/include/"
-    cp "$bld/b/bin/whisper-cli" "$bld/b/bin/whisper-bench" "$out.tmp/bin/"
-    # whisper-cli looks for the CPU modules beside itself (ggml's default)
-    for m in "$out.tmp/lib"/libggml-cpu-*.so; do ln -s "../lib/${m##*/}" "$out.tmp/bin/${m##*/}"; done
-    ls "$out.tmp/lib"/libggml-cpu-*.so >/dev/null 2>&1 || die "no CPU backend modules were built ($bld/build.log)"
     echo "whisper.cpp $VERSION $arch $key" >"$out.tmp/VERSION"
     touch "$out.tmp/.complete"
     rm -rf "$out"; mv "$out.tmp" "$out"
@@ -196,7 +205,7 @@ cmd_build() {
 # CMake, so CMAKE_ARG... override the project's. Not cached: a benchmark
 # builds it once per work tree.
 cmd_variant() {
-  local name=${1:?variant NAME [CMAKE_ARG...]} arch mod out bld src args
+  local name=${1:?variant NAME [CMAKE_ARG...]} arch mod out bld args
   shift
   arch=$(host_arch)
   cmd_build >/dev/null
@@ -210,17 +219,13 @@ cmd_variant() {
     log "variant $name: $out (cached)"; return
   fi
   bld=build/whisper/variants/build-$name
-  rm -rf "$bld" "$out"; mkdir -p "$bld" "$out/lib" "$out/bin"
-  cp -a "$SRC" "$bld/src"; src=$bld/src
+  rm -rf "$bld" "$out"; mkdir -p "$bld"
+  cp -a "$SRC" "$bld/src"
   # every CPU variant but the one this machine loads
-  sed -i -E "/ggml_add_cpu_backend_variant\(/{/ggml_add_cpu_backend_variant\(${mod//./\\.}( |\))/!d}" "$src/ggml/src/CMakeLists.txt"
+  sed -i -E "/ggml_add_cpu_backend_variant\(/{/ggml_add_cpu_backend_variant\(${mod//./\\.}( |\))/!d}" "$bld/src/ggml/src/CMakeLists.txt"
   mapfile -t args < <(cmake_args "$arch")
   log "variant $name ($mod module): $*"
-  cmake -S "$src" -B "$bld/b" "${args[@]}" "$@" >"$bld/cmake.log" 2>&1 || { tail -30 "$bld/cmake.log" >&2; die "cmake failed ($bld/cmake.log)"; }
-  cmake --build "$bld/b" -j "$JOBS" --target whisper-cli whisper-bench >"$bld/build.log" 2>&1 || { tail -30 "$bld/build.log" >&2; die "build failed ($bld/build.log)"; }
-  find "$bld/b" -name '*.so*' \( -type f -o -type l \) -exec cp -a {} "$out/lib/" \;
-  cp "$bld/b/bin/whisper-cli" "$bld/b/bin/whisper-bench" "$out/bin/"
-  ln -s "../lib/libggml-cpu-$mod.so" "$out/bin/"
+  compile "$bld" "$out" "${args[@]}" "$@"
   echo "$mod $(cache_key "$arch") $*" >"$out/ARGS"
   touch "$out/.complete"
   rm -rf "$bld"
