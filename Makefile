@@ -176,7 +176,7 @@ refgraph-test:
 # The benchmarks' and the spotter trainer's Python: ruff, and the wake
 # benchmark's small corpus under pytest (the reference graph's venv has both).
 py-test:
-	bash scripts/refgraph.sh pytools bench/wakebench wake/kws/train bench/noise
+	bash scripts/refgraph.sh pytools bench/wakebench wake/kws/train bench/noise bench/wordtimes
 
 bench: build
 	bash bench/run.sh

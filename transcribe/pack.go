@@ -422,7 +422,6 @@ func (t *Transcriber) transcribePack(ctx context.Context, utts [][]float32, idx 
 	}
 	start := time.Now()
 	params := *w.params
-	params.SetTokenTimestamps(true) // for segments that straddle a gap
 	name := t.lang
 	if t.lang == "auto" && !t.multi {
 		name = "en"

@@ -13,7 +13,9 @@
 // start in an input's trailing quiet (trailingQuiet). All of a whisper
 // context's compute runs on one locked OS thread (thread.go): ggml's OpenMP
 // pool is per calling thread, and more pools than cores made every decoder
-// step 4-6x slower.
+// step 4-6x slower. Word times are agorad's own (wordtimes.go), taken from
+// the sound of the audio whisper decoded, in whichever window: a word's
+// time lies inside its segment's sound and never runs past the audio.
 //
 // Language "auto" on a multilingual model (issue 24): an utterance is
 // decoded in the language the last one was detected in, and its own
@@ -41,7 +43,6 @@ import (
 	"log/slog"
 	"math"
 	"runtime"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -80,7 +81,10 @@ type Options struct {
 	// Window is the encoder window per utterance (window.go): full ("" too)
 	// or steps.
 	Window Window
-	Logger *slog.Logger // nil means slog.Default()
+	// WhisperWordTimes gives words whisper.cpp's own token times instead
+	// of retime's: what bench/wordtimes measures them against.
+	WhisperWordTimes bool
+	Logger           *slog.Logger // nil means slog.Default()
 }
 
 // Result is what one utterance became.
@@ -91,16 +95,16 @@ type Result struct {
 	AudioDuration  time.Duration
 	ProcessingTime time.Duration
 	Rejected       string // why the hallucination guard dropped the text, "" if kept
-	// Words are Text's words with whisper's token times (rough: a tenth of
-	// a second or two), from the utterance's start; nil when Rejected.
+	// Words are Text's words with their times (wordtimes.go: a median 0.1 s
+	// off on synthetic speech), from the utterance's start; nil when Rejected.
 	Words []Word
 	// Window is the encoder window the text was decoded in: 30 s (full)
 	// unless Options.Window is steps; 0 when whisper did not run.
 	Window time.Duration
 }
 
-// Word is one word of a transcript and where it was heard; Start and End
-// are -1 when whisper gave no times. It is the wake package's word, which
+// Word is one word of a transcript and where it was heard (retime); Start
+// and End are -1 when there are no times. It is the wake package's word, which
 // places a name the keyword spotter heard among them.
 type Word = wake.Word
 
@@ -236,10 +240,9 @@ func (t *Transcriber) newContext() (*wctx, error) {
 	p := ctx.Whisper_full_default_params(whisper.SAMPLING_GREEDY)
 	p.SetThreads(t.opts.Threads)
 	p.SetNoContext(true) // utterances are independent: no text carried between them
-	// Word times: where the name the keyword spotter heard ends, the
-	// question begins (wake.Rules.MatchHeard). whisper.cpp's heuristic
-	// timestamps, not DTW: no extra pass.
-	p.SetTokenTimestamps(true)
+	// Word times (where the name the keyword spotter heard ends, the
+	// question begins) are retime's, not whisper.cpp's (wordtimes.go).
+	p.SetTokenTimestamps(t.opts.WhisperWordTimes)
 	p.SetSingleSegment(false)
 	p.SetPrintProgress(false)
 	p.SetPrintRealtime(false)
@@ -467,24 +470,7 @@ func (t *Transcriber) detectOn(w *wctx, samples []float32) (i int, p float64, er
 // louder frames (90th percentile), or floor if that is higher. Room noise
 // after the last word stays under it; a word does not.
 func trailingQuiet(in []float32, floor float64) int {
-	const frame = sampleRate / 50
-	n := (len(in) + frame - 1) / frame
-	if n == 0 {
-		return 0
-	}
-	levels := make([]float64, n)
-	for i := range levels {
-		levels[i] = rms(in[i*frame : min(len(in), (i+1)*frame)])
-	}
-	sorted := slices.Clone(levels)
-	slices.Sort(sorted)
-	threshold := max(floor, sorted[n*9/10]/10)
-	for i := n - 1; i >= 0; i-- {
-		if levels[i] >= threshold {
-			return min(len(in), (i+1)*frame)
-		}
-	}
-	return 0
+	return soundEnd(in, floor, 0.1)
 }
 
 // acquire waits for a free whisper context; release gives it back.
@@ -548,6 +534,9 @@ func (t *Transcriber) decode(ctx context.Context, w *wctx, params *whisper.Param
 				p: float64(w.ctx.Whisper_full_get_token_p(s, k)), t0: d.T0(), t1: d.T1()})
 		}
 		segs[s] = seg
+	}
+	if !t.opts.WhisperWordTimes {
+		retime(segs, in, t.opts.SilenceRMS)
 	}
 	return segs, nil
 }

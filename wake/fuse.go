@@ -42,7 +42,7 @@ func (r *Rules) MatchSpot(text string, words []Word, s Spot) Match {
 // The place NameLike looks at, around the name's end on whisper's clock
 // (the spotter's end minus spotLag): words that overlap from
 // spotNameLen+likeSlack before it to likeSlack after it. Wider than
-// MatchHeard's split, since whisper's times are off by up to a second.
+// MatchHeard's split: word times are off by a few tenths of a second.
 const likeSlack = 300 * time.Millisecond
 
 // NameLike is how much the words whisper wrote where the spotter heard the

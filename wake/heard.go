@@ -13,13 +13,15 @@ type Word struct {
 }
 
 // Placing a spotted name among whisper's words. The spotter's end is that
-// of its best 80 ms window, typically 0.1 to 0.3 s after the name, while
-// whisper's word times (without alignment) run early and are rough: on the
-// wake benchmark the first word of the question started a median 0.5 s
-// before the spotter's end (a quarter of them 0.3 s or less, a tenth
-// after it; docs/wake.md).
+// of its best 80 ms window, typically 0.1 to 0.3 s after the name. With the
+// transcriber's own word times (transcribe/wordtimes.go) the first word of
+// the question started a median 0.28 s before the spotter's end on the
+// wake benchmark (quartiles 0 and 0.56 s; a pause after the name puts it
+// later); with whisper.cpp's, which ran early, 0.53 s (issue 24 note).
+// A spotLag of 150 to 300 ms gave the question 35.9 to 37.1 % WER there,
+// the former 500 ms 44.5 %; 250 ms is about that median.
 const (
-	spotLag     = 500 * time.Millisecond // the name's end on whisper's clock: the spotter's end minus this
+	spotLag     = 250 * time.Millisecond // the name's end on the word clock: the spotter's end minus this
 	spotSlack   = 100 * time.Millisecond // a word starting this much before that is still after the name
 	spotNameLen = 700 * time.Millisecond // a word ending this long before it is before the name
 )

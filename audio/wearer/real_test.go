@@ -12,9 +12,9 @@ import (
 	"github.com/agora/agorad/audio/testaudio"
 	"github.com/agora/agorad/audio/vad"
 	"github.com/agora/agorad/audio/wearer"
+	"github.com/agora/agorad/configs"
 	"github.com/agora/agorad/transcribe"
 	"github.com/agora/agorad/transcribe/wer"
-	"github.com/agora/agorad/wake"
 )
 
 func TestMain(m *testing.M) { testaudio.Main(m) }
@@ -48,8 +48,10 @@ func newPipeline(t *testing.T) pipeline {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { det.Close() })
+	// The daemon's encoder window: the word check reads the word times
+	// the transcriber gives in it.
 	w, err := transcribe.New(transcribe.Options{ModelPath: testaudio.RealModel(t, "tiny.en"), Language: "en", Threads: 2,
-		Logger: slog.New(slog.DiscardHandler)})
+		Window: transcribe.Window(configs.Default().Transcribe.Window), Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -59,6 +61,15 @@ func newPipeline(t *testing.T) pipeline {
 
 func (p pipeline) notes(t *testing.T, cfg wearer.Config, s []float32) []string {
 	t.Helper()
+	notes, _ := p.notesDropped(t, cfg, s)
+	return notes
+}
+
+// notesDropped is notes and how many of whisper's words the word check
+// dropped from kept utterances.
+func (p pipeline) notesDropped(t *testing.T, cfg wearer.Config, s []float32) ([]string, int) {
+	t.Helper()
+	dropped := 0
 	p.det.Reset()
 	seg, err := segment.New(p.det, segment.DefaultConfig())
 	if err != nil {
@@ -91,6 +102,7 @@ func (p pipeline) notes(t *testing.T, cfg wearer.Config, s []float32) []string {
 					kept = append(kept, x.Text)
 				}
 			}
+			dropped += len(res.Words) - len(kept)
 			t.Logf("whisper %q, kept %q", res.Text, strings.Join(kept, " "))
 			if len(kept) > 0 {
 				notes = append(notes, strings.Join(kept, " "))
@@ -113,7 +125,7 @@ func (p pipeline) notes(t *testing.T, cfg wearer.Config, s []float32) []string {
 	}
 	push(tr.Flush())
 	handle(seg.Flush())
-	return notes
+	return notes, dropped
 }
 
 // others is speech of two other speakers of the shared set, one after the
@@ -199,21 +211,16 @@ func TestRealWearerAmongOthers(t *testing.T) {
 		t.Errorf("the others alone 15 dB under the wearer published %d notes: %q", len(notes), notes)
 	}
 
-	// The wearer's wake sentence: alone, the gate keeps the name; among
-	// the others, the utterance is kept (whisper may mishear the name under
-	// their talk, which is not the gate's doing).
-	rules, err := wake.New(wake.DefaultConfig())
-	if err != nil {
-		t.Fatal(err)
-	}
+	// The wearer's wake sentence: alone, the gate keeps every word whisper
+	// wrote of it, the name's first (whatever whisper made of the name,
+	// which is not the gate's doing: tiny.en writes "Agora" in the full
+	// window and "Add or" in the stepped one); among the others, the
+	// utterance is kept.
 	say := testaudio.AtActiveDB(testaudio.Speak(t, "en-us", "Agora, the beam on level three has a crack."), wearerActive, activeRange)
 	quiet := mix(make([]float32, lead+len(say)+2*audio.SampleRate), say, lead)
-	woke := false
-	for _, n := range p.notes(t, cfg, quiet) {
-		woke = woke || rules.Match(n).Action != wake.None
-	}
-	if !woke {
-		t.Errorf("the wearer's wake sentence alone: no wake phrase in the notes")
+	alone, dropped := p.notesDropped(t, cfg, quiet)
+	if len(alone) != 1 || dropped > 0 || !strings.Contains(strings.ToLower(alone[0]), "crack") {
+		t.Errorf("the wearer's wake sentence alone: notes %q with %d words dropped, want the whole sentence as one note", alone, dropped)
 	}
 	kept := false
 	for _, n := range p.notes(t, cfg, mix(append([]float32(nil), bab...), say, lead)) {

@@ -14,6 +14,7 @@ import (
 	"github.com/agora/agorad/audio"
 	"github.com/agora/agorad/audio/testaudio"
 	"github.com/agora/agorad/audio/vad"
+	"github.com/agora/agorad/configs"
 	"github.com/agora/agorad/transcribe"
 	"github.com/agora/agorad/transcribe/wer"
 	"github.com/agora/agorad/wake"
@@ -81,7 +82,9 @@ func newRealRun(t *testing.T, model, lang string) *realRun {
 		t.Skip("real Whisper weights: slow")
 	}
 	path := testaudio.RealModel(t, model)
-	tr, err := transcribe.New(transcribe.Options{ModelPath: path, Language: lang, Threads: 2})
+	// The daemon's encoder window: what ships is what is measured.
+	tr, err := transcribe.New(transcribe.Options{ModelPath: path, Language: lang, Threads: 2,
+		Window: transcribe.Window(configs.Default().Transcribe.Window)})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,6 +71,7 @@ type utteranceJSON struct {
 	File         string    `json:"file"`
 	StartMS      int64     `json:"start_ms"` // speech bounds in the file, padding excluded
 	EndMS        int64     `json:"end_ms"`
+	PadStartMS   int64     `json:"pad_start_ms"` // where the utterance's audio (pre-roll included) starts: words' and the spotter's times are from here
 	Text         string    `json:"text"`
 	Lang         string    `json:"lang"`
 	Confidence   float64   `json:"confidence"`
@@ -132,6 +133,7 @@ func cmdTranscribe(ctx context.Context, args []string, stdout, stderr io.Writer,
 	wakeFuse := fs.Float64("wake-fuse", wake.DefaultFuse, "spotter score from which a name whisper wrote something like counts, as the daemon's wake.fuse (0: off)")
 	wakeFuseLike := fs.Float64("wake-fuse-like", wake.DefaultFuseLike, "how much whisper's words must sound like the name in the fuse band, as wake.fuse_like")
 	window := fs.String("window", configs.Default().Transcribe.Window, "whisper's encoder window per utterance, as the daemon's transcribe.window: full (30 s) or steps (10.24/15.36 s when the utterance fits with 2 s to spare)")
+	whisperTimes := fs.Bool("whisper-word-times", false, "words get whisper.cpp's own token times, not agorad's (for bench/wordtimes)")
 	pack := fs.Bool("pack", true, "pack consecutive utterances into shared 30 s whisper windows (one call per window, not per utterance)")
 	verbose := fs.Bool("v", false, "log debug details (whisper's own logging included) on stderr")
 	fs.Usage = func() {
@@ -197,7 +199,7 @@ func cmdTranscribe(ctx context.Context, args []string, stdout, stderr io.Writer,
 	}
 	// The transcriber first: it routes whisper/ggml logging (the VAD's too) to slog.
 	tr, err := p.Transcriber(transcribe.Options{ModelPath: whisperPath, Language: *lang, Threads: *threads, InitialPrompt: *prompt,
-		Hotwords: wcfg.Hotwords(), HotwordBias: wcfg.Bias, Window: transcribe.Window(*window), Logger: logger})
+		Hotwords: wcfg.Hotwords(), HotwordBias: wcfg.Bias, Window: transcribe.Window(*window), WhisperWordTimes: *whisperTimes, Logger: logger})
 	if err != nil {
 		fmt.Fprintf(stderr, "agorad transcribe: %v\n", err)
 		return exitUsage
@@ -298,6 +300,7 @@ func transcribeSource(ctx context.Context, file string, src audio.Source, det pr
 			File:         file,
 			StartMS:      u.SpeechStart * 1000 / audio.SampleRate,
 			EndMS:        u.SpeechEnd * 1000 / audio.SampleRate,
+			PadStartMS:   u.PadStart * 1000 / audio.SampleRate,
 			Text:         res.Text,
 			Lang:         res.Lang,
 			Confidence:   math.Round(res.Confidence*1000) / 1000,
