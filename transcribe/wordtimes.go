@@ -163,21 +163,13 @@ func retimeSegment(toks []token, t0, t1 int64, in, energy []float32, floor float
 
 // sounding says, for each centisecond of [t0, t1), whether in has sound
 // there: its RMS reaches soundEndRatio of the span's louder centiseconds'
-// (90th percentile), or floor if that is higher.
+// (loudFrom).
 func sounding(in []float32, t0, t1 int64, floor float64) []bool {
 	const frame = sampleRate / csPerSecond
 	n := int(max(t1-t0, 0))
-	levels := make([]float64, n)
-	for i := range levels {
-		s0 := min(int(t0)*frame+i*frame, len(in))
-		levels[i] = rms(in[s0:min(s0+frame, len(in))])
-	}
-	sorted := slices.Clone(levels)
-	slices.Sort(sorted)
-	th := floor
-	if n > 0 {
-		th = max(floor, sorted[n*9/10]*soundEndRatio)
-	}
+	from := min(int(t0)*frame, len(in))
+	levels := frameLevels(in[from:min(from+n*frame, len(in))], frame, n)
+	th := loudFrom(levels, floor, soundEndRatio)
 	out := make([]bool, n)
 	for i, l := range levels {
 		out[i] = l >= th && l > 0
@@ -362,27 +354,38 @@ func signalEnergy(in []float32, hw int) []float32 {
 }
 
 // soundEnd is where in's sound ends: the end of its last 20 ms frame whose
-// RMS reaches ratio of its louder frames' (90th percentile), or floor if
-// that is higher; 0 when no frame does.
+// RMS reaches ratio of its louder frames' (loudFrom); 0 when no frame does.
 func soundEnd(in []float32, floor, ratio float64) int {
 	const frame = sampleRate / 50
-	n := (len(in) + frame - 1) / frame
-	if n == 0 {
-		return 0
-	}
-	levels := make([]float64, n)
-	for i := range levels {
-		levels[i] = rms(in[i*frame : min(len(in), (i+1)*frame)])
-	}
-	sorted := slices.Clone(levels)
-	slices.Sort(sorted)
-	threshold := max(floor, sorted[n*9/10]*ratio)
-	for i := n - 1; i >= 0; i-- {
-		if levels[i] >= threshold {
+	levels := frameLevels(in, frame, (len(in)+frame-1)/frame)
+	th := loudFrom(levels, floor, ratio)
+	for i := len(levels) - 1; i >= 0; i-- {
+		if levels[i] >= th {
 			return min(len(in), (i+1)*frame)
 		}
 	}
 	return 0
+}
+
+// frameLevels is the RMS of n frames of in (those past its end are 0).
+func frameLevels(in []float32, frame, n int) []float64 {
+	levels := make([]float64, n)
+	for i := range levels {
+		s0 := min(i*frame, len(in))
+		levels[i] = rms(in[s0:min(s0+frame, len(in))])
+	}
+	return levels
+}
+
+// loudFrom is the level from which a frame counts as sound: ratio of the
+// louder frames' (90th percentile), or floor if that is higher.
+func loudFrom(levels []float64, floor, ratio float64) float64 {
+	if len(levels) == 0 {
+		return floor
+	}
+	sorted := slices.Clone(levels)
+	slices.Sort(sorted)
+	return max(floor, sorted[len(sorted)*9/10]*ratio)
 }
 
 // toCS is sample i's time in centiseconds.
