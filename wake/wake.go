@@ -61,15 +61,16 @@ const MaxBias = 12.0
 
 // DefaultFuse and DefaultFuseLike are Config.Fuse and Config.FuseLike
 // unless configured, chosen on the wake benchmark (bench/wakefuse;
-// docs/wake.md has the table): with tiny.en, scores from 0.95 where
-// whisper wrote the name within one edit of its sound (NameLike 0.8:
-// "Agra", "Agor", "Ach go ra") took the name at the start from 67 % to 77 %
-// and mid-sentence from 26 % to 30 %, with no shared recording and no more
-// babble waking (3 an hour); a looser likeness (0.6: "I've got a", "a
-// dollar") let twice as much babble through, and floors of 0.7 and 0.9
-// woke base on the near-miss "a gore a" (written "a Laura").
+// docs/wake.md has the tables): with tiny.en and the second spotter head,
+// scores from 0.9 where whisper wrote the name within one edit of its sound
+// (NameLike 0.8: "Agra", "Agor", "Ach go ra") took the name at the start
+// from 77 % to 90 % and mid-sentence from 40 % to 54 %, with no babble or
+// shared recording waking; a looser likeness (0.6: "I've got a", "a
+// dollar") lets twice as much babble through, and a floor of 0.8 woke
+// more near-misses (base wrote the homophone "a gore a" as "a Dora" at a
+// spotter score of 0.85).
 const (
-	DefaultFuse     = 0.95
+	DefaultFuse     = 0.9
 	DefaultFuseLike = 0.8
 )
 

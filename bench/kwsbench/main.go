@@ -152,7 +152,7 @@ func main() {
 		if th == head.Threshold {
 			mark = " (head's)"
 		}
-		fmt.Printf("| %.2f%s | %s | %s | %s | %s | %s | %s | %s |", th, mark,
+		fmt.Printf("| %g%s | %s | %s | %s | %s | %s | %s | %s |", th, mark,
 			cell("en start"), cell("en mid"), cell("en listen"), cell("nl start"), cell("nl mid"), cell("nl listen"), cell("noisy"))
 		for _, e := range engines {
 			fmt.Printf(" %s |", cell("by "+e))
