@@ -27,10 +27,15 @@
 //     wamerican, wbritish, wdutch) that the fuzzy match would otherwise
 //     take, plus "agora"'s plural, possessive and derived words; a test
 //     keeps the shared clips' reference transcripts and real whisper output
-//     on them free of matches.
+//     on them free of matches. One exception: a rejected word no longer
+//     than the name ("Agra", "ahora") right after a greeting in the same
+//     sentence ("Hey Agra, listen.") is the name, as whisper spells it.
 //   - Listen words must follow the wake word directly and match as written
 //     (longest entry first: "luister maar" before "luister"). A listen word
 //     elsewhere ("Agora, can you listen to this?") is part of the request.
+//     Only the one or two words that end the utterance may be a one-word
+//     listen word misspelt: one letter ("lisen") or one sound ("lesson",
+//     "Lee Sin", "Lister"; phoneKey) from it.
 //   - A greeting right before the wake word, in the same sentence (Dutch
 //     and English: "Hello", "Hallo", "Hi", "Hoi", "Hai", "Hey", "Hé",
 //     "Hee", "Okay", "Ok", "Oké", "Goedemorgen", "Goedemiddag",
@@ -50,6 +55,11 @@
 //     name's, at least Config.FuseLike); below the band, the text alone.
 //     Rejected words at the place veto in either case. Fuse 0 is the
 //     spotter alone.
+//   - A name the spotter placed and MatchSpot took as a question becomes
+//     the switch back when the audio after it, transcribed again on its
+//     own (Spot.Tail; only for up to MaxTail of words, see TailFrom),
+//     starts with listen words; the remainder is then the tail's own
+//     text. Nothing else in the verdict reads the tail.
 //
 // Rules are immutable after New and safe for concurrent use.
 package wake

@@ -13,6 +13,11 @@ type Spot struct {
 	Score float64
 	End   time.Duration
 	Heard bool
+	// Tail is whisper's text for the audio after the name alone, when it
+	// was transcribed again (Rules.TailFrom): listen words at its start
+	// are the switch back, whatever whisper wrote after the name in the
+	// whole utterance.
+	Tail string
 }
 
 // MatchSpot is the fused verdict on an utterance the keyword spotter
@@ -22,13 +27,14 @@ type Spot struct {
 // wrote something that sounds like it at the spotter's place ("I've got
 // a", "a dollar", "Agor": NameLike at least Config.FuseLike). Below the
 // band, or where whisper wrote nothing like the name, the text alone
-// decides. Rejected words at the place veto as in MatchHeard.
+// decides. Rejected words at the place veto as in MatchHeard. A name taken
+// as a question is the switch back when s.Tail starts with listen words.
 func (r *Rules) MatchSpot(text string, words []Word, s Spot) Match {
 	if strings.TrimSpace(text) == "" {
 		return Match{} // whisper heard no words (or its guard dropped them): nothing to ask
 	}
 	if m := r.Match(text); m.Action != None {
-		return m
+		return r.heardTail(m, s.Tail)
 	}
 	switch {
 	case s.Heard:
@@ -36,7 +42,7 @@ func (r *Rules) MatchSpot(text string, words []Word, s Spot) Match {
 	default:
 		return Match{}
 	}
-	return r.MatchHeard(text, words, s.End)
+	return r.heardTail(r.MatchHeard(text, words, s.End), s.Tail)
 }
 
 // The place NameLike looks at, around the name's end on whisper's clock

@@ -1,6 +1,7 @@
 package wake
 
 import (
+	"slices"
 	"strings"
 	"time"
 )
@@ -72,6 +73,14 @@ func (r *Rules) MatchHeard(text string, words []Word, nameEnd time.Duration) Mat
 	if m.Action != Listen && len(after) >= 2 {
 		if alt := compose(after[1:]); alt.Action == Listen && alt.Remainder == "" {
 			m, name = alt, append(name, after[0])
+		}
+	}
+	// And when the listen words that end the utterance were put inside the
+	// name's place ("Agra Listen." said fast), they still switch back; the
+	// name keeps at least its first word.
+	for k := len(name) - 1; m.Action != Listen && k >= 1; k-- {
+		if alt := compose(append(slices.Clone(name[k:]), after...)); alt.Action == Listen && alt.Remainder == "" {
+			m, name = alt, name[:k]
 		}
 	}
 	m.Phrase = strings.Join(name, " ")

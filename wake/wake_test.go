@@ -36,7 +36,11 @@ func TestMatch(t *testing.T) {
 		{"Agora, lister", Listen, "", ""},                         // one edit, alone: the switch back
 		{"Agora, listed cracks?", Feedback, "", "listed cracks?"}, // not alone: a question
 		{"Agora, luistr.", Listen, "", ""},                        // Dutch, one edit
-		{"Agora, loster.", Feedback, "", "loster."},               // two edits from luister
+		{"Agora, loster.", Listen, "", ""},                        // two letters from luister, its sound
+		{"Agora, lesson.", Listen, "", ""},                        // tiny.en, "Agora, listen."
+		{"Adora, Lee Sin", Listen, "", ""},                        // two words, one sound
+		{"Agora, loafer.", Feedback, "", "loafer."},               // two sounds from listen and luister
+		{"Agora, lesson plan?", Feedback, "", "lesson plan?"},     // not the words that end it
 		{"They said hey to Agora", Feedback, "They said hey to", ""},
 		{"Hello AGORA, what now?", Feedback, "", "what now?"},
 		{"Hi Agora", Feedback, "", ""},
@@ -102,6 +106,13 @@ func TestMatch(t *testing.T) {
 		{"a gorilla on the bridge", None, "", ""},
 		{"Angora wool", None, "", ""},
 		{"a trip to Agra", None, "", ""},
+		{"Hey Agra, listen.", Listen, "", ""},                                       // greeted: whisper's spelling of the name
+		{"OK Agra, which handrail height?", Feedback, "", "which handrail height?"}, // flite, tiny.en
+		{"Hoi ahora, wat nu?", Feedback, "", "wat nu?"},
+		{"Hey. Agra is far.", None, "", ""},      // another sentence
+		{"Hey, Angora wool!", None, "", ""},      // longer than the name: never
+		{"Okay, we flew to Agra.", None, "", ""}, // not right after the greeting
+		{"Hey agoraphobia", None, "", ""},
 		{"ahora", None, "", ""},
 		{"Zij heeft agora fobie.", None, "", ""}, // a rejected word written split
 		{"agoraphobic", None, "", ""},

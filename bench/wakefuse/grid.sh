@@ -9,6 +9,8 @@
 #   SURE  "0.99 0.995"       the spotter's own threshold
 #   FUSE  "0 0.5 0.7 0.9"    the band's floor (0: off, the spotter alone)
 #   LIKE  "0.6 0.7"          wake.fuse_like
+#   TAIL  "true"             "true false": also each setting without the tails
+#         the runs transcribed again (wakefuse -tail)
 #   BABBLE_HOURS  the babble the runs' babble files were picked from, when
 #         they are only those where the spotter alone (kwsbench -dump) came
 #         near the band: the others cannot wake in it (default: the files run)
@@ -21,6 +23,7 @@ shift 2
 SURE=${SURE:-0.99 0.995}
 FUSE=${FUSE:-0 0.5 0.7 0.9}
 LIKE=${LIKE:-0.6 0.7}
+TAIL=${TAIL:-true}
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 go build -o "$tmp/wakefuse" ./bench/wakefuse
@@ -60,13 +63,16 @@ for sure in $SURE; do
   for fuse in $FUSE; do
     for like in $LIKE; do
       [ "$fuse" = 0 ] && [ "$like" != "${LIKE%% *}" ] && continue # like is moot when fuse is off
-      i=0
-      for run in "$@"; do
-        i=$((i + 1))
-        "$tmp/wakefuse" -sure "$sure" -fuse "$fuse" -like "$like" <"$run" >"$tmp/r$i.jsonl"
+      for tail in $TAIL; do
+        i=0
+        for run in "$@"; do
+          i=$((i + 1))
+          "$tmp/wakefuse" -sure "$sure" -fuse "$fuse" -like "$like" -tail="$tail" <"$run" >"$tmp/r$i.jsonl"
+        done
+        if [ "$fuse" = 0 ]; then label="spotter ≥ $sure"; else label="spotter ≥ $sure, or ≥ $fuse and like ≥ $like"; fi
+        [ "$tail" = false ] && label+=", no tail heard again"
+        score "$@"
       done
-      if [ "$fuse" = 0 ]; then label="spotter ≥ $sure"; else label="spotter ≥ $sure, or ≥ $fuse and like ≥ $like"; fi
-      score "$@"
     done
   done
 done

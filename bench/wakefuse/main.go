@@ -9,6 +9,10 @@
 //	-fuse   the band's floor: from it the name counts where whisper wrote
 //	        something that sounds like it (0: off)
 //	-like   how much (wake.Rules.NameLike) it must sound like it
+//	-tail   the tail after the name the run transcribed again
+//	        (wake.Rules.TailFrom) counts; off: whisper's first text alone
+//	        (the verdict before issue 21's third round). A setting that
+//	        would transcribe a tail the run did not has none.
 //
 // and "name_like", NameLike at the spotter's place. score.py scores the
 // output like a run:
@@ -36,6 +40,7 @@ type utterance struct {
 	Spot *struct {
 		Score float64 `json:"score"`
 		EndMS int64   `json:"end_ms"`
+		Tail  string  `json:"tail"`
 	} `json:"spot"`
 	Words []struct {
 		Text    string `json:"text"`
@@ -54,14 +59,15 @@ func main() {
 	sure := flag.Float64("sure", 0.99, "spotter threshold: the name counts on the audio alone from this score")
 	fuse := flag.Float64("fuse", wake.DefaultFuse, "fuse band floor (wake.fuse; 0: off)")
 	like := flag.Float64("like", wake.DefaultFuseLike, "wake.fuse_like")
+	tail := flag.Bool("tail", true, "the tails the run transcribed again count")
 	flag.Parse()
-	if err := run(os.Stdin, os.Stdout, *sure, *fuse, *like); err != nil {
+	if err := run(os.Stdin, os.Stdout, *sure, *fuse, *like, *tail); err != nil {
 		fmt.Fprintln(os.Stderr, "wakefuse:", err)
 		os.Exit(1)
 	}
 }
 
-func run(in io.Reader, out io.Writer, sure, fuse, like float64) error {
+func run(in io.Reader, out io.Writer, sure, fuse, like float64, tail bool) error {
 	cfg := wake.DefaultConfig()
 	cfg.Fuse, cfg.FuseLike = fuse, like
 	rules, err := wake.New(cfg)
@@ -94,7 +100,11 @@ func run(in io.Reader, out io.Writer, sure, fuse, like float64) error {
 		m := rules.Match(u.Text)
 		if u.Spot != nil {
 			end := time.Duration(u.Spot.EndMS) * time.Millisecond
-			m = rules.MatchSpot(u.Text, words, wake.Spot{Score: u.Spot.Score, End: end, Heard: u.Spot.Score >= sure})
+			s := wake.Spot{Score: u.Spot.Score, End: end, Heard: u.Spot.Score >= sure}
+			if tail {
+				s.Tail = u.Spot.Tail
+			}
+			m = rules.MatchSpot(u.Text, words, s)
 			all["name_like"] = rules.NameLike(words, end)
 		}
 		all["wake"] = nil

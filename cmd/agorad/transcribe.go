@@ -99,6 +99,12 @@ type spotJSON struct {
 	EndMS int64   `json:"end_ms"` // from the utterance's start (padding included)
 	Heard bool    `json:"heard"`
 	MS    int64   `json:"ms"` // time the spotter took on this utterance
+	// The audio after the name transcribed again (wake.Rules.TailFrom),
+	// when it was: from where, what whisper wrote, and the time it took.
+	TailFromMS *int64 `json:"tail_from_ms,omitempty"`
+	Tail       string `json:"tail,omitempty"`
+	TailMS     int64  `json:"tail_ms,omitempty"`
+	TailError  string `json:"tail_error,omitempty"`
 }
 
 type wakeJSON struct {
@@ -205,6 +211,7 @@ func cmdTranscribe(ctx context.Context, args []string, stdout, stderr io.Writer,
 		return exitUsage
 	}
 	defer tr.Close()
+	judge.tail = tr
 	det, err := p.VAD(vadPath)
 	if err != nil {
 		fmt.Fprintf(stderr, "agorad transcribe: %v\n", err)
@@ -309,15 +316,23 @@ func transcribeSource(ctx context.Context, file string, src audio.Source, det pr
 			Rejected:     res.Rejected,
 		}
 		spotStart := time.Now()
-		m, textOnly, hit, err := judge.match(u.Samples, res)
+		j, err := judge.match(ctx, u.Samples, res)
 		spotMS := time.Since(spotStart).Milliseconds()
 		if err != nil {
 			return fmt.Errorf("%s: utterance at %s: %w", file, msDuration(u.SpeechStart), err)
 		}
-		out.Wake = wakeOf(m)
-		if hit != nil {
+		out.Wake = wakeOf(j.m)
+		if hit := j.hit; hit != nil {
 			out.Spot = &spotJSON{Score: math.Round(hit.Score*1e5) / 1e5, EndMS: hit.End.Milliseconds(), Heard: hit.Heard, MS: spotMS}
-			out.TextWake = wakeOf(textOnly)
+			if t := j.tail; t != nil {
+				from := t.from.Milliseconds()
+				out.Spot.TailFromMS, out.Spot.Tail, out.Spot.TailMS = &from, t.text, t.took.Milliseconds()
+				if t.err != nil {
+					out.Spot.TailError = t.err.Error()
+				}
+				out.Spot.MS -= out.Spot.TailMS
+			}
+			out.TextWake = wakeOf(j.text)
 			// Every scored utterance's words: the benchmark rescores the
 			// fused verdict at other thresholds without whisper.
 			if res.Text != "" {

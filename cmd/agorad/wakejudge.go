@@ -1,6 +1,11 @@
 package main
 
 import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/agora/agorad/audio"
 	"github.com/agora/agorad/transcribe"
 	"github.com/agora/agorad/transcribe/model"
 	"github.com/agora/agorad/wake"
@@ -9,25 +14,60 @@ import (
 
 // wakeJudge decides what an utterance asks: whisper's text through the
 // wake rules, and, when the keyword spotter runs, the name heard in the
-// audio itself, fused with what whisper wrote there (wake.Rules.MatchSpot).
+// audio itself, fused with what whisper wrote there (wake.Rules.MatchSpot),
+// and a short tail after a spotted name transcribed again for listen words
+// (wake.Rules.TailFrom), as the daemon does.
 type wakeJudge struct {
 	rules *wake.Rules
-	spot  *kws.Spotter // nil: text alone
+	spot  *kws.Spotter         // nil: text alone
+	tail  utteranceTranscriber // hears tails again; nil: never
 }
 
-// match returns the verdict on one utterance, whisper's text alone's
-// verdict (the same when the spotter did not hear the name) and the
-// spotter's best window (nil without a spotter).
-func (j wakeJudge) match(samples []float32, res transcribe.Result) (m, text wake.Match, hit *kws.Hit, err error) {
-	text = j.rules.Match(res.Text)
+// judged is the verdict on one utterance.
+type judged struct {
+	m, text wake.Match // the verdict, and whisper's text alone's
+	hit     *kws.Hit   // the spotter's best window, nil without a spotter
+	tail    *tailHeard // the tail heard again, nil when none was
+}
+
+// tailHeard is a tail after a spotted name transcribed on its own.
+type tailHeard struct {
+	from time.Duration // where it starts in the utterance
+	text string
+	took time.Duration
+	err  error // why it has no text
+}
+
+// match judges one utterance.
+func (j wakeJudge) match(ctx context.Context, samples []float32, res transcribe.Result) (judged, error) {
+	text := j.rules.Match(res.Text)
 	if j.spot == nil || res.Text == "" {
-		return text, text, nil, nil
+		return judged{m: text, text: text}, nil
 	}
 	h, err := j.spot.Spot(samples)
 	if err != nil {
-		return wake.Match{}, wake.Match{}, nil, err
+		return judged{}, err
 	}
-	return j.rules.MatchSpot(res.Text, res.Words, wake.Spot{Score: h.Score, End: h.End, Heard: h.Heard}), text, &h, nil
+	out := judged{text: text, hit: &h}
+	s := wake.Spot{Score: h.Score, End: h.End, Heard: h.Heard}
+	if from, ok := j.rules.TailFrom(res.Text, res.Words, s); ok && j.tail != nil {
+		start := time.Now()
+		tctx, cancel := context.WithTimeout(ctx, wake.TailBudget)
+		tr, err := j.tail.Transcribe(tctx, wake.TailAudio(samples, audio.SampleRate, from))
+		cancel()
+		if err != nil && ctx.Err() != nil {
+			return judged{}, fmt.Errorf("transcribe the %s after the name again: %w", time.Duration(len(samples))*time.Second/audio.SampleRate-from, err)
+		}
+		// As in the daemon, a tail that failed or took too long leaves the
+		// verdict to whisper's first text.
+		if err != nil {
+			tr = transcribe.Result{}
+		}
+		out.tail = &tailHeard{from: from, text: tr.Text, took: time.Since(start), err: err}
+		s.Tail = tr.Text
+	}
+	out.m = j.rules.MatchSpot(res.Text, res.Words, s)
+	return out, nil
 }
 
 // openSpotter opens the keyword spotter with the built-in head: its front

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/agora/agorad/cmd/agorad/internal/sdnotify"
 	"github.com/agora/agorad/configs"
@@ -139,6 +140,15 @@ func (w *wakeRules) MatchSpot(text string, words []wake.Word, s wake.Spot) wake.
 	r := w.r
 	w.mu.Unlock()
 	return r.MatchSpot(text, words, s)
+}
+
+// TailFrom says whether and from where an utterance's audio after a name
+// the spotter heard is transcribed again, under the current rules.
+func (w *wakeRules) TailFrom(text string, words []wake.Word, s wake.Spot) (time.Duration, bool) {
+	w.mu.Lock()
+	r := w.r
+	w.mu.Unlock()
+	return r.TailFrom(text, words, s)
 }
 
 func (w *wakeRules) set(r *wake.Rules) {

@@ -426,9 +426,10 @@ func (sp *speech) failed(j job, err error) {
 // entry once the text is stored or sent.
 func (sp *speech) route(ctx context.Context, j job, res transcribe.Result, hit *kws.Hit) {
 	defer sp.pending.Done()
-	transcribed := time.Now()
 	sp.met.Transcribed(res.ProcessingTime, res.AudioDuration)
 	res = sp.wearersWords(j, res)
+	spot := sp.hearTail(ctx, j, res, spotOf(hit))
+	transcribed := time.Now() // the tail heard again is part of the turn's wait
 	sp.heard.Add(1)
 	if res.Rejected != "" {
 		sp.log.Debug("transcript rejected", "reason", res.Rejected)
@@ -437,7 +438,7 @@ func (sp *speech) route(ctx context.Context, j job, res transcribe.Result, hit *
 	out, err := sp.router.Handle(ctx, Heard{
 		Text: res.Text, Lang: res.Lang, Confidence: res.Confidence,
 		StartedAt: j.started, Duration: j.duration, Source: j.source, AudioID: j.audioID,
-		Spot: spotOf(hit), Words: res.Words,
+		Spot: spot, Words: res.Words,
 	})
 	if err != nil {
 		sp.refusals.noteRefusal(err)

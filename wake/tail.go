@@ -1,0 +1,90 @@
+package wake
+
+import (
+	"strings"
+	"time"
+)
+
+// Hearing the listen words again. When whisper does not know the name it
+// is derailed by it, and a short "Agora, listen." comes out as "I don't
+// like this.", "I will have a reason." or "Agralism.": the spotter heard
+// the name, but no listen word follows it in the text, so the device
+// would take the switch back for a question. The audio after the name,
+// transcribed on its own, has no unknown word in it: tiny.en wrote
+// "Listen." for 8 of 10 such tails on the wake benchmark where it had
+// written a listen word after the name in 3 of 10 (issue 21's third
+// round, docs/wake.md "Listen words after a spotted name").
+
+// MaxTail is the longest speech after a spotted name that is heard again
+// for listen words. Listen phrases ("listen", "listen up", "luister
+// maar") took at most 0.96 s after the name on the wake benchmark (130 to
+// 180 words a minute); a question is longer. A longer tail is never
+// re-transcribed: it costs a second whisper call, and the answer waits for
+// it.
+const MaxTail = 1200 * time.Millisecond
+
+// TailFrom reports whether the utterance's audio after a name the spotter
+// heard should be transcribed again on its own (Spot.Tail), and from
+// where in the utterance: when the spotter placed the name (a score from
+// the fuse band up), MatchSpot takes it as a question, not the switch
+// back, and the words after it end within MaxTail of the name's end. Whisper's words give that end; without word times there is
+// no place to cut.
+func (r *Rules) TailFrom(text string, words []Word, s Spot) (from time.Duration, ok bool) {
+	s.Tail = ""
+	placed := s.Heard || (r.fuse > 0 && s.Score >= r.fuse) // else s.End is no name's place
+	if !placed || len(words) == 0 || r.MatchSpot(text, words, s).Action != Feedback {
+		return 0, false
+	}
+	from = max(s.End-spotLag, 0)
+	last := words[len(words)-1].End
+	if last < 0 || last-from > MaxTail {
+		return 0, false
+	}
+	return from, true
+}
+
+// TailBudget is the longest a tail's transcription may take; then it is
+// abandoned and whisper's first text decides. Whisper took 0.3 to 0.6 s
+// for most tails (tiny.en, one thread, a loaded machine) but up to 7.6 s
+// for one in noise (its temperature fallbacks), and the inspector waits
+// for it.
+const TailBudget = 2 * time.Second
+
+// TailLead is the silence put before the tail: whisper, handed speech that
+// starts at once, wrote the listen words less often (tiny.en: 15 of 38
+// tails on the wake benchmark without, 24 of 37 with half a second).
+const TailLead = 500 * time.Millisecond
+
+// TailAudio is the audio to transcribe again: TailLead of silence, then
+// samples (at rate per second) from from on.
+func TailAudio(samples []float32, rate int, from time.Duration) []float32 {
+	i := min(len(samples), max(0, int(from*time.Duration(rate)/time.Second)))
+	lead := int(TailLead * time.Duration(rate) / time.Second)
+	out := make([]float32, lead, lead+len(samples)-i)
+	return append(out, samples[i:]...)
+}
+
+// heardTail turns m, a spotted name taken as a question, into the switch
+// back when the tail transcribed on its own (Spot.Tail) starts with listen
+// words: the words after them are the remainder, as for a written name.
+func (r *Rules) heardTail(m Match, tail string) Match {
+	tail = strings.TrimSpace(tail)
+	if m.Action != Feedback || tail == "" {
+		return m
+	}
+	lm := r.Match(r.name + " " + tail)
+	if lm.Action != Listen || lm.Before != "" {
+		// The cut is where the name ends on average: the end of a name said
+		// slowly comes first ("Ra, listen.", "or listen."). One word of up
+		// to two letters is skipped when listen words alone follow it.
+		toks := tokens(tail)
+		if len(toks) < 2 || len([]rune(toks[0].norm)) > 2 {
+			return m
+		}
+		if lm = r.Match(r.name + " " + tail[toks[1].start:]); lm.Action != Listen || lm.Before != "" || lm.Remainder != "" {
+			return m
+		}
+	}
+	m.Action, m.Remainder = Listen, lm.Remainder
+	return m
+}
