@@ -196,6 +196,7 @@ func TestSpokenInArrivalOrderOnce(t *testing.T) {
 	if got := r.spk.get(); !eq(got, want) {
 		t.Errorf("played %q, want %q", got, want)
 	}
+	waitFor(t, "the last reply acked", func() bool { return len(r.acks()["c"]) >= 1 }) // after its audio ends
 	acks := r.acks()
 	for _, id := range []string{"a", "b", "c"} {
 		if !eq(acks[id], []string{"spoken"}) {
@@ -224,7 +225,9 @@ func TestHeldInListenModeAndExpired(t *testing.T) {
 	}
 	r.mode.Store("feedback")
 	r.p.Wake()
-	waitFor(t, "held spoken", func() bool { return len(r.spk.get()) == 2 })
+	// The "spoken" ack follows the end of the audio, not its start: wait
+	// for it (checking right after the speaker got the text raced it).
+	waitFor(t, "held spoken", func() bool { return len(r.spk.get()) == 2 && len(r.acks()["h1"]) == 2 })
 	acks := r.acks()
 	for id, want := range map[string][]string{"h1": {"held", "spoken"}, "u": {"spoken"}, "x": {"held", "expired"}, "old": {"expired"}} {
 		if !eq(acks[id], want) {
