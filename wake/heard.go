@@ -92,10 +92,9 @@ func (r *Rules) MatchHeard(text string, words []Word, nameEnd time.Duration) Mat
 // Shorter ones ("Agra", "ahora") are how whisper writes the name itself.
 func (r *Rules) vetoes(text string) bool {
 	toks := tokens(text)
-	nameKey := len(soundKey(tokens(r.name)))
 	for i := range toks {
 		for n := 1; n <= maxReject && i+n <= len(toks); n++ {
-			if k := soundKey(toks[i : i+n]); r.reject[k] && len(k) > nameKey {
+			if k := soundKey(toks[i : i+n]); r.reject[k] && len(k) > len(r.nameSound) {
 				return true
 			}
 		}

@@ -27,8 +27,9 @@ const MaxTail = 1200 * time.Millisecond
 // heard should be transcribed again on its own (Spot.Tail), and from
 // where in the utterance: when the spotter placed the name (a score from
 // the fuse band up), MatchSpot takes it as a question, not the switch
-// back, and the words after it end within MaxTail of the name's end. Whisper's words give that end; without word times there is
-// no place to cut.
+// back, and the words after it end within MaxTail of the name's end.
+// Whisper's words give that end; without word times there is no place to
+// cut.
 func (r *Rules) TailFrom(text string, words []Word, s Spot) (from time.Duration, ok bool) {
 	s.Tail = ""
 	placed := s.Heard || (r.fuse > 0 && s.Score >= r.fuse) // else s.End is no name's place

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/agora/agorad/cmd/agorad/internal/sdnotify"
@@ -120,39 +120,21 @@ func (c *commands) reloadMode(next *configs.Config) error {
 }
 
 // wakeRules are the wake rules in use; a reload swaps them.
-type wakeRules struct {
-	mu sync.Mutex
-	r  *wake.Rules
-}
+type wakeRules struct{ p atomic.Pointer[wake.Rules] }
 
 // Match finds wake phrases with the current rules (Matcher).
-func (w *wakeRules) Match(text string) wake.Match {
-	w.mu.Lock()
-	r := w.r
-	w.mu.Unlock()
-	return r.Match(text)
-}
+func (w *wakeRules) Match(text string) wake.Match { return w.p.Load().Match(text) }
 
 // MatchSpot fuses the keyword spotter's verdict with the text under the
 // current rules.
 func (w *wakeRules) MatchSpot(text string, words []wake.Word, s wake.Spot) wake.Match {
-	w.mu.Lock()
-	r := w.r
-	w.mu.Unlock()
-	return r.MatchSpot(text, words, s)
+	return w.p.Load().MatchSpot(text, words, s)
 }
 
 // TailFrom says whether and from where an utterance's audio after a name
 // the spotter heard is transcribed again, under the current rules.
 func (w *wakeRules) TailFrom(text string, words []wake.Word, s wake.Spot) (time.Duration, bool) {
-	w.mu.Lock()
-	r := w.r
-	w.mu.Unlock()
-	return r.TailFrom(text, words, s)
+	return w.p.Load().TailFrom(text, words, s)
 }
 
-func (w *wakeRules) set(r *wake.Rules) {
-	w.mu.Lock()
-	w.r = r
-	w.mu.Unlock()
-}
+func (w *wakeRules) set(r *wake.Rules) { w.p.Store(r) }

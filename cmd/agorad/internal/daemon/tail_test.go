@@ -58,7 +58,9 @@ func TestHearTail(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			sp := &speech{core: &core{log: slog.New(slog.NewTextHandler(io.Discard, nil)), rules: &wakeRules{r: rules}}, whisper: tt.whisper}
+			wr := &wakeRules{}
+			wr.set(rules)
+			sp := &speech{core: &core{log: slog.New(slog.NewTextHandler(io.Discard, nil)), rules: wr}, whisper: tt.whisper}
 			got := sp.hearTail(context.Background(), job{audioID: "a1", samples: samples}, tt.res, tt.spot)
 			if len(tt.whisper.calls) != tt.calls {
 				t.Fatalf("whisper called %d times, want %d", len(tt.whisper.calls), tt.calls)
