@@ -39,7 +39,7 @@ func checkSpotter(cfg *configs.Config) check {
 		return check{"spotter", status, err.Error(), "make models (or install the package's models/kws), or set wake.spotter: off"}
 	}
 	defer s.Close()
-	return check{"spotter", "ok", fmt.Sprintf("keyword spotter ready (threshold %.2f)%s", s.Threshold(), sums), ""}
+	return check{"spotter", "ok", fmt.Sprintf("keyword spotter ready (threshold %.2f, %s kernels)%s", s.Threshold(), s.Kernels(), sums), ""}
 }
 
 // damagedFiles checks the files a SHA256SUMS in dir lists (the

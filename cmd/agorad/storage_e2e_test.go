@@ -488,13 +488,8 @@ func TestRunStorageReadOnlyListenMode(t *testing.T) {
 	sub.WaitFor(15*time.Second, func(m []brokertest.Message) bool { return len(dataMessages(m)) >= n+2 })
 	time.Sleep(500 * time.Millisecond) // anything more would arrive by now
 	var got []string
-	seen := map[any]bool{}
 	texts := map[string]int{}
-	for _, m := range dataMessages(sub.Messages()) {
-		if seen[m["id"]] {
-			continue
-		}
-		seen[m["id"]] = true
+	for _, m := range firstByID(dataMessages(sub.Messages())) {
 		got = append(got, describe(m))
 		if items, ok := m["items"].([]any); ok {
 			for _, it := range items {

@@ -115,6 +115,9 @@ func TestRunSpottedNameRealWhisper(t *testing.T) {
 	if !strings.Contains(d.log.String(), "keyword spotter ready") {
 		t.Fatalf("the daemon did not start its keyword spotter\n%s", d.log.String())
 	}
+	if !strings.Contains(d.log.String(), "kernels=XNNPACK") {
+		t.Errorf("the spotter does not run on XNNPACK (its log: the kernels it runs on)\n%s", d.log.String())
+	}
 	if len(got) != 2 || got[0]["type"] != "batch" {
 		t.Fatalf("backend received %d messages %q, want the listen buffer as one batch and the question\n%s", len(got), desc, d.log.String())
 	}

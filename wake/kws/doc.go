@@ -20,5 +20,7 @@
 //   - A Hit's End is where its best window ends, from the utterance's
 //     start: the name ended at most a quarter second before it.
 //   - A Spotter is safe for concurrent use; calls take turns on one
-//     interpreter per model, one thread each.
+//     interpreter per model, one thread each, on XNNPACK where the library
+//     has it (the pinned one does; Spotter.Kernels says which), else on
+//     the interpreter's built-in kernels: the same embeddings either way.
 package kws

@@ -38,12 +38,12 @@ type frontEnd struct {
 	framesPerCall int
 }
 
-func newFrontEnd(melPath, embPath string) (*frontEnd, error) {
-	mel, err := openNet(melPath, []int{1, melSamples})
+func newFrontEnd(melPath, embPath string, xnn bool) (*frontEnd, error) {
+	mel, err := openNet(melPath, []int{1, melSamples}, xnn)
 	if err != nil {
 		return nil, err
 	}
-	emb, err := openNet(embPath, []int{1, embFrames, numMels, 1})
+	emb, err := openNet(embPath, []int{1, embFrames, numMels, 1}, xnn)
 	if err != nil {
 		mel.close()
 		return nil, err
@@ -157,6 +157,15 @@ func (f *frontEnd) embeddingEnd(i int) int {
 	lastFrame := i*embStep + embFrames - 1
 	call := lastFrame / f.framesPerCall
 	return call*chunk + melSamples - autofill - leadIn
+}
+
+// kernels names what runs the embedding model, most of the front end's
+// work.
+func (f *frontEnd) kernels() string {
+	if f.emb.xnn {
+		return KernelsXNNPACK
+	}
+	return KernelsBuiltin
 }
 
 func (f *frontEnd) close() {

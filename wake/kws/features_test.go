@@ -13,17 +13,36 @@ import (
 // TestEmbeddingsMatchPython: the Go front end gives pyopen-wakeword's
 // embeddings (testdata/tone-embeddings.json, written by its Python
 // OpenWakeWordFeatures for the same tone after 0.5 s of silence), so a
-// head trained on either scores the same.
+// head trained on either scores the same, on XNNPACK (the default) as on
+// the interpreter's built-in kernels.
 func TestEmbeddingsMatchPython(t *testing.T) {
 	dir := testaudio.SpotterDir(t)
 	if err := loadTFLite(filepath.Join(dir, LibFile)); err != nil {
 		t.Fatal(err)
 	}
-	fe, err := newFrontEnd(filepath.Join(dir, MelFile), filepath.Join(dir, EmbeddingFile))
-	if err != nil {
-		t.Fatal(err)
+	for _, tc := range []struct {
+		xnn  bool
+		want string
+	}{
+		{true, KernelsXNNPACK},
+		{false, KernelsBuiltin},
+	} {
+		t.Run(tc.want, func(t *testing.T) {
+			fe, err := newFrontEnd(filepath.Join(dir, MelFile), filepath.Join(dir, EmbeddingFile), tc.xnn)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer fe.close()
+			if got := fe.kernels(); got != tc.want {
+				t.Fatalf("front end runs on %s, want %s (the pinned library has XNNPACK)", got, tc.want)
+			}
+			matchPython(t, fe)
+		})
 	}
-	defer fe.close()
+}
+
+func matchPython(t *testing.T, fe *frontEnd) {
+	t.Helper()
 	raw, err := os.ReadFile("testdata/tone-embeddings.json")
 	if err != nil {
 		t.Fatal(err)

@@ -36,12 +36,18 @@ type Spotter struct {
 }
 
 // Open loads the front end from dir and uses head; threshold 0 means the
-// head's own.
+// head's own. The models run on XNNPACK where the library has it.
 func Open(dir string, head *Head, threshold float64) (*Spotter, error) {
+	return open(dir, head, threshold, true)
+}
+
+// open is Open with the choice of kernels (xnn false: the interpreter's
+// built-in ones), for the benchmark that compares them.
+func open(dir string, head *Head, threshold float64, xnn bool) (*Spotter, error) {
 	if err := loadTFLite(filepath.Join(dir, LibFile)); err != nil {
 		return nil, err
 	}
-	fe, err := newFrontEnd(filepath.Join(dir, MelFile), filepath.Join(dir, EmbeddingFile))
+	fe, err := newFrontEnd(filepath.Join(dir, MelFile), filepath.Join(dir, EmbeddingFile), xnn)
 	if err != nil {
 		return nil, err
 	}
@@ -53,6 +59,17 @@ func Open(dir string, head *Head, threshold float64) (*Spotter, error) {
 
 // Threshold is the score from which a window counts as the name.
 func (s *Spotter) Threshold() float64 { return s.threshold }
+
+// Kernels names what runs the front end: KernelsXNNPACK or KernelsBuiltin
+// (a TensorFlow Lite library without XNNPACK, or one that refused it).
+func (s *Spotter) Kernels() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fe == nil {
+		return ""
+	}
+	return s.fe.kernels()
+}
 
 // Spot scores every window of the utterance (16 kHz mono, [-1, 1]) and
 // returns the best.

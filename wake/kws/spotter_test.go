@@ -67,6 +67,9 @@ func TestSpotterHearsTheName(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer s.Close()
+	if got := s.Kernels(); got != KernelsXNNPACK {
+		t.Errorf("spotter runs on %s kernels, want %s (the pinned library has it)", got, KernelsXNNPACK)
+	}
 	tests := []struct {
 		voice, text string
 		heard       bool
@@ -107,5 +110,42 @@ func TestSpotterHearsTheName(t *testing.T) {
 	}
 	if heard < minHeard {
 		t.Errorf("heard the name in %d of %d sentences, want at least %d", heard, want, minHeard)
+	}
+}
+
+// BenchmarkSpot is the spotter on a 4.5 s sentence, on XNNPACK (the
+// default) and on the interpreter's built-in kernels, one thread each:
+// "ms/s" is the milliseconds it takes per second of speech
+// (docs/wake.md, "Cost").
+func BenchmarkSpot(b *testing.B) {
+	dir := testaudio.SpotterDir(b)
+	head, err := DefaultHead()
+	if err != nil {
+		b.Fatal(err)
+	}
+	speech := testaudio.Concat(testaudio.Silence(300),
+		testaudio.SpeakArgs(b, "I think we should ask Agora about the insulation in the attic above the bedroom.", "-v", "en-us", "-s", "150"),
+		testaudio.Silence(300))
+	secs := float64(len(speech)) / sampleRate
+	for _, tc := range []struct {
+		name string
+		xnn  bool
+	}{{KernelsXNNPACK, true}, {KernelsBuiltin, false}} {
+		b.Run(tc.name, func(b *testing.B) {
+			s, err := open(dir, head, 0, tc.xnn)
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer s.Close()
+			if got := s.Kernels(); got != tc.name {
+				b.Fatalf("runs on %s, want %s", got, tc.name)
+			}
+			for b.Loop() {
+				if _, err := s.Spot(speech); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N)/secs, "ms/s")
+		})
 	}
 }

@@ -115,7 +115,7 @@ func (sp *speech) loadSpotter() error {
 		return nil
 	}
 	sp.spotter = s
-	sp.log.Info("keyword spotter ready", "threshold", s.Threshold())
+	sp.log.Info("keyword spotter ready", "threshold", s.Threshold(), "kernels", s.Kernels())
 	return nil
 }
 
