@@ -15,6 +15,7 @@ import (
 // table (000001.sst, named by the MANIFEST) and whose later records are
 // only in the write-ahead log, copied as a crash leaves it.
 type damageTemplate struct {
+	base           string // the temporary directory holding it all
 	dir            string // the store (its identity file beside it)
 	table          []byte // 000001.sst as written
 	inTable, inWAL []Record
@@ -25,6 +26,16 @@ var (
 	template     damageTemplate
 	templateErr  error
 )
+
+// TestMain removes the damage template after the tests (and after each
+// fuzzing worker), which would otherwise stay in /tmp.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if template.base != "" {
+		os.RemoveAll(template.base)
+	}
+	os.Exit(code)
+}
 
 func damageStore(t testing.TB) damageTemplate {
 	t.Helper()
@@ -41,6 +52,7 @@ func buildDamageTemplate() (damageTemplate, error) {
 	if err != nil {
 		return d, err
 	}
+	d.base = base
 	live := filepath.Join(base, "live", "store")
 	// Small files: check and salvage copy the store (sparse files read
 	// whole) for every fuzz input.

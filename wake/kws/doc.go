@@ -23,4 +23,9 @@
 //     interpreter per model, one thread each, on XNNPACK where the library
 //     has it (the pinned one does; Spotter.Kernels says which), else on
 //     the interpreter's built-in kernels: the same embeddings either way.
+//   - The embedding model runs on blocks of windows (embBlock a call):
+//     the same embeddings as a call a window, since it is convolutional
+//     in time; the mel model runs a call per 80 ms step, since it is not.
+//   - A head's weights under 1e-20 are 0 (denormal floats would slow
+//     every product with them; they add nothing to its sums).
 package kws

@@ -23,19 +23,34 @@ const (
 	leadIn = sampleRate / 2
 )
 
+// embBlock is how many embeddings one call of the embedding model gives.
+// The model is convolutional in time: on 76+8(n-1) mel frames it gives
+// the n embeddings its calls on each 76-frame window would (to the last
+// bit on XNNPACK, within 4e-5 on the built-in kernels: TestEmbeddingBlocks)
+// in a fraction of the time, since the overlapping windows share most of
+// their work (BenchmarkSpot). The block has a fixed size, so the
+// interpreter is planned once; an utterance's last block is padded with
+// silent frames and the embeddings they add dropped. The mel model stays
+// at one call per 80 ms step, as the Python class calls it: a frame's
+// values depend on the rest of its call (a longer call that starts in
+// silence moved embeddings at the start of speech by up to 17).
+const embBlock = 32
+
 // frontEnd turns audio into embeddings, one per 80 ms. Each utterance is
 // scored from the same start state: 8 s of silence (the Python class's
 // autofill) and leadIn more, whose mel frames and embeddings are computed
 // once and reused.
 type frontEnd struct {
 	mel, emb *net
-	melOut   []float32 // one mel call's output
-	embIn    []float32
-	// zeroMel is the mel call's output on silence; zeroEmb the embedding
+	// embSteps is how many embeddings one call gives: embBlock, or 1
+	// where the model would not take a longer input.
+	embSteps              int
+	melOut, embIn, embOut []float32
+	// zeroMel is a mel call's output on silence; zeroEmb the embedding
 	// of 76 such frames.
 	zeroMel       []float32
 	zeroEmb       map[int][]float32 // by the first frame's place in its mel call
-	framesPerCall int
+	framesPerCall int               // mel frames per 80 ms step
 }
 
 func newFrontEnd(melPath, embPath string, xnn bool) (*frontEnd, error) {
@@ -48,21 +63,39 @@ func newFrontEnd(melPath, embPath string, xnn bool) (*frontEnd, error) {
 		mel.close()
 		return nil, err
 	}
-	f := &frontEnd{mel: mel, emb: emb, melOut: make([]float32, mel.out), embIn: make([]float32, emb.in)}
+	f := &frontEnd{mel: mel, emb: emb, embSteps: 1, zeroEmb: map[int][]float32{}}
 	if mel.out%numMels != 0 || emb.in != embFrames*numMels || emb.out != embFeatures {
 		f.close()
 		return nil, fmt.Errorf("feature models %s, %s: shapes %d→%d, %d→%d: not openWakeWord's front end", melPath, embPath, mel.in, mel.out, emb.in, emb.out)
 	}
 	f.framesPerCall = mel.out / numMels
+	f.melOut = make([]float32, mel.out)
+	if err := f.setSteps(embBlock); err != nil {
+		f.close()
+		return nil, err
+	}
 	if f.zeroMel, err = f.melFrames(make([]float32, melSamples)); err != nil {
 		f.close()
 		return nil, err
 	}
-	f.zeroEmb = map[int][]float32{}
 	return f, nil
 }
 
-// melFrames runs the mel model on one window (int16-scaled samples) and
+// setSteps sizes the embedding model's input for n embeddings a call,
+// where the model then gives n; otherwise for one.
+func (f *frontEnd) setSteps(n int) error {
+	dims := func(n int) []int { return []int{1, embFrames + (n-1)*embStep, numMels, 1} }
+	f.embSteps = 1
+	if err := f.emb.resize(dims(n)); err == nil && f.emb.out == n*embFeatures {
+		f.embSteps = n
+	} else if err := f.emb.resize(dims(1)); err != nil {
+		return fmt.Errorf("embedding model: %w", err)
+	}
+	f.embIn, f.embOut = make([]float32, f.emb.in), make([]float32, f.emb.out)
+	return nil
+}
+
+// melFrames runs the mel model on one call's samples (int16-scaled) and
 // returns its frames, scaled as the embedding model expects.
 func (f *frontEnd) melFrames(window []float32) ([]float32, error) {
 	if err := f.mel.run(window, f.melOut); err != nil {
@@ -75,13 +108,29 @@ func (f *frontEnd) melFrames(window []float32) ([]float32, error) {
 	return out, nil
 }
 
-func (f *frontEnd) embedding(frames []float32) ([]float32, error) {
-	copy(f.embIn, frames)
-	out := make([]float32, embFeatures)
-	if err := f.emb.run(f.embIn, out); err != nil {
-		return nil, fmt.Errorf("speech embedding: %w", err)
+// embedWindows returns the embeddings of the windows starting at frames
+// from, from+embStep, ... (n of them), frames past the end read as
+// silence, a call for each embSteps windows.
+func (f *frontEnd) embedWindows(frames [][]float32, from, n int) ([][]float32, error) {
+	embs := make([][]float32, 0, n)
+	span := embFrames + (f.embSteps-1)*embStep // frames per call
+	for len(embs) < n {
+		at := from + len(embs)*embStep
+		for i := 0; i < span; i++ {
+			fr := f.zeroMel[(i%f.framesPerCall)*numMels:][:numMels]
+			if at+i < len(frames) {
+				fr = frames[at+i]
+			}
+			copy(f.embIn[i*numMels:], fr)
+		}
+		if err := f.emb.run(f.embIn, f.embOut); err != nil {
+			return nil, fmt.Errorf("speech embedding: %w", err)
+		}
+		for w := 0; w < f.embSteps && len(embs) < n; w++ {
+			embs = append(embs, slices.Clone(f.embOut[w*embFeatures:(w+1)*embFeatures]))
+		}
 	}
-	return out, nil
+	return embs, nil
 }
 
 // embeddings returns the utterance's embeddings (samples in [-1, 1]), the
@@ -123,24 +172,30 @@ func (f *frontEnd) embeddings(samples []float32) (embs [][]float32, first int, e
 		}
 	}
 	first = -1
-	in := make([]float32, embFrames*numMels)
+	windows := 0
 	for start := 0; start+embFrames <= len(frames); start += embStep {
+		windows++
+	}
+	for w := 0; w < windows; w++ {
+		start := w * embStep
 		quiet := !slices.Contains(silent[start:start+embFrames], false)
-		if e, ok := f.zeroEmb[start%f.framesPerCall]; quiet && ok {
-			embs = append(embs, e)
-			continue
-		}
-		if !quiet && first < 0 {
+		if !quiet {
+			// Every window from here reaches into the utterance.
 			first = len(embs)
+			rest, err := f.embedWindows(frames, start, windows-w)
+			if err != nil {
+				return nil, 0, err
+			}
+			embs = append(embs, rest...)
+			break
 		}
-		for i, fr := range frames[start : start+embFrames] {
-			copy(in[i*numMels:], fr)
-		}
-		e, err := f.embedding(in)
-		if err != nil {
-			return nil, 0, err
-		}
-		if quiet {
+		e, ok := f.zeroEmb[start%f.framesPerCall]
+		if !ok {
+			one, err := f.embedWindows(frames, start, 1)
+			if err != nil {
+				return nil, 0, err
+			}
+			e = one[0]
 			f.zeroEmb[start%f.framesPerCall] = e
 		}
 		embs = append(embs, e)

@@ -77,3 +77,56 @@ func matchPython(t *testing.T, fe *frontEnd) {
 		t.Errorf("largest difference from Python's embeddings %.3g, want < 1e-3", worst)
 	}
 }
+
+// TestEmbeddingBlocks: the embedding model's calls on blocks of windows
+// give the embeddings its calls on each window give (it is convolutional
+// in time), for an utterance shorter than a block and one longer, on both
+// kernels.
+func TestEmbeddingBlocks(t *testing.T) {
+	dir := testaudio.SpotterDir(t)
+	if err := loadTFLite(filepath.Join(dir, LibFile)); err != nil {
+		t.Fatal(err)
+	}
+	speech := testaudio.SpeakArgs(t, "I think we should ask Agora about the insulation in the attic above the bedroom.", "-v", "en-us", "-s", "150")
+	for _, xnn := range []bool{true, false} {
+		blocks, err := newFrontEnd(filepath.Join(dir, MelFile), filepath.Join(dir, EmbeddingFile), xnn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer blocks.close()
+		steps, err := newFrontEnd(filepath.Join(dir, MelFile), filepath.Join(dir, EmbeddingFile), xnn)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer steps.close()
+		if blocks.embSteps != embBlock {
+			t.Fatalf("xnn %v: %d embeddings a call, want %d", xnn, blocks.embSteps, embBlock)
+		}
+		if err := steps.setSteps(1); err != nil {
+			t.Fatal(err)
+		}
+		for _, n := range []int{sampleRate * 3 / 2, len(speech)} {
+			got, gotFirst, err := blocks.embeddings(speech[:n])
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, wantFirst, err := steps.embeddings(speech[:n])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != len(want) || gotFirst != wantFirst {
+				t.Fatalf("xnn %v, %d samples: %d embeddings from %d, want %d from %d", xnn, n, len(got), gotFirst, len(want), wantFirst)
+			}
+			var worst float64
+			for i := range want {
+				for j := range want[i] {
+					worst = max(worst, math.Abs(float64(got[i][j]-want[i][j])))
+				}
+			}
+			t.Logf("xnn %v, %d samples: %d embeddings, largest difference %.2g", xnn, n, len(got), worst)
+			if worst > 1e-4 {
+				t.Errorf("xnn %v, %d samples: blocks differ from steps by %.3g, want < 1e-4", xnn, n, worst)
+			}
+		}
+	}
+}

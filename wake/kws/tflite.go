@@ -99,6 +99,21 @@ static int agora_xnn_available(void) {
 	return a->xnn_create != NULL && a->xnn_delete != NULL && a->opts_add_delegate != NULL;
 }
 
+// Resizes the input to dims (none: as the model has it) and allocates the
+// tensors; 0 on success, else a step number.
+static int agora_net_resize(struct agora_net *n, const int *dims, int ndims) {
+	struct agora_tfl *a = &agora_tfl_api;
+	if (ndims > 0 && a->interp_resize(n->interp, 0, dims, ndims) != 0) {
+		return 3;
+	}
+	if (a->interp_alloc(n->interp) != 0) {
+		return 4;
+	}
+	n->in = a->interp_input(n->interp, 0);
+	n->out = a->interp_output(n->interp, 0);
+	return (n->in == NULL || n->out == NULL) ? 5 : 0;
+}
+
 // Opens a model with one input resized to dims, on XNNPACK when xnn is
 // set (its default options: one thread); 0 on success, else a step number.
 static int agora_net_open(struct agora_net *n, const char *path, const int *dims, int ndims, int xnn) {
@@ -122,15 +137,7 @@ static int agora_net_open(struct agora_net *n, const char *path, const int *dims
 	if (n->interp == NULL) {
 		return 2;
 	}
-	if (ndims > 0 && a->interp_resize(n->interp, 0, dims, ndims) != 0) {
-		return 3;
-	}
-	if (a->interp_alloc(n->interp) != 0) {
-		return 4;
-	}
-	n->in = a->interp_input(n->interp, 0);
-	n->out = a->interp_output(n->interp, 0);
-	return (n->in == NULL || n->out == NULL) ? 5 : 0;
+	return agora_net_resize(n, dims, ndims);
 }
 
 static size_t agora_net_in_size(struct agora_net *n) { return agora_tfl_api.tensor_size(n->in); }
@@ -249,6 +256,22 @@ func (n *net) run(in, out []float32) error {
 		(*C.float)(unsafe.Pointer(&out[0])), C.size_t(4*len(out))); rc != 0 {
 		return fmt.Errorf("tflite: invoke failed (step %d)", int(rc))
 	}
+	return nil
+}
+
+// resize gives the model's input the shape dims (the embedding model takes
+// any number of mel frames: one call then gives every window's embedding).
+func (n *net) resize(dims []int) error {
+	buf := (*[8]C.int)(C.malloc(C.size_t(8 * unsafe.Sizeof(C.int(0)))))
+	defer C.free(unsafe.Pointer(buf))
+	for i, d := range dims {
+		buf[i] = C.int(d)
+	}
+	if rc := C.agora_net_resize(n.c, &buf[0], C.int(len(dims))); rc != 0 {
+		return fmt.Errorf("tflite: resize the input to %v failed (step %d)", dims, int(rc))
+	}
+	n.in = int(C.agora_net_in_size(n.c)) / 4
+	n.out = int(C.agora_net_out_size(n.c)) / 4
 	return nil
 }
 
