@@ -88,8 +88,8 @@ func ParseHead(data []byte) (*Head, error) {
 // tinyWeight is the magnitude under which a weight is taken as 0: the
 // trained head has thousands of weights the fit left near 0, many of them
 // denormal floats, and each product with one costs the processor a slow
-// assist (the built-in head: 7503 in its first layer, which made it run
-// at half speed); against sums of order 1 they are nothing.
+// assist (the built-in head: 7503 in its first layer, which ran it at
+// under half its speed); against sums of order 1 they are nothing.
 const tinyWeight = 1e-20
 
 func (h *Head) flushTiny() {

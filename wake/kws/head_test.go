@@ -3,6 +3,7 @@ package kws
 import (
 	"encoding/json"
 	"math"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -57,6 +58,27 @@ func TestParseHead(t *testing.T) {
 	}
 	if _, err := ParseHead([]byte("{")); err == nil {
 		t.Error("ParseHead accepted truncated JSON")
+	}
+}
+
+// TestParseHeadFlushesTiny: weights and biases under tinyWeight, denormal
+// floats among them, are 0 once parsed; the others are kept.
+func TestParseHeadFlushesTiny(t *testing.T) {
+	h := smallHead(2)
+	denormal := math.Float32frombits(1) // the smallest float32 above 0
+	layers := h["layers"].([]map[string]any)
+	row := make([]float32, 2*embFeatures)
+	copy(row, []float32{denormal, -1e-25, 1e-3, 0.5, -2, 0, 1e-19, 3 * denormal})
+	layers[0]["w"] = [][]float32{row}
+	layers[0]["b"] = []float32{-denormal}
+	data, _ := json.Marshal(h)
+	got, err := ParseHead(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []float32{0, 0, 1e-3, 0.5, -2, 0, 1e-19, 0}
+	if w := got.Layers[0].W[0]; !slices.Equal(w[:len(want)], want) || got.Layers[0].B[0] != 0 {
+		t.Errorf("first layer after parsing: w %v, b %v; want %v, 0", w, got.Layers[0].B, want)
 	}
 }
 
