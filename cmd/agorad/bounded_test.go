@@ -47,16 +47,6 @@ func agoradBinary(t *testing.T) string {
 	return agoradPath
 }
 
-// removeBinaries removes the agorad and agoractl the tests built, if they
-// did (35 MB left in /tmp by every run otherwise).
-func removeBinaries() {
-	for _, p := range []string{agoradPath, agoractlPath} {
-		if p != "" {
-			os.RemoveAll(filepath.Dir(p))
-		}
-	}
-}
-
 // wavHeader is a 44-byte PCM header declaring dataSize bytes.
 func wavHeader(rate, channels, bits int, dataSize uint32) []byte {
 	var b bytes.Buffer

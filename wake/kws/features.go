@@ -172,9 +172,9 @@ func (f *frontEnd) embeddings(samples []float32) (embs [][]float32, first int, e
 		}
 	}
 	first = -1
-	windows := 0
-	for start := 0; start+embFrames <= len(frames); start += embStep {
-		windows++
+	windows := 0 // 76-frame windows, a step of 8 frames apart
+	if len(frames) >= embFrames {
+		windows = (len(frames)-embFrames)/embStep + 1
 	}
 	for w := 0; w < windows; w++ {
 		start := w * embStep

@@ -224,15 +224,8 @@ func openNetWith(path string, dims []int, xnn bool) (*net, error) {
 	cs := C.CString(path)
 	defer C.free(unsafe.Pointer(cs))
 	n := &net{c: (*C.struct_agora_net)(C.calloc(1, C.size_t(unsafe.Sizeof(C.struct_agora_net{})))), xnn: xnn}
-	var cd *C.int
-	if len(dims) > 0 {
-		buf := (*[8]C.int)(C.malloc(C.size_t(8 * unsafe.Sizeof(C.int(0)))))
-		defer C.free(unsafe.Pointer(buf))
-		for i, d := range dims {
-			buf[i] = C.int(d)
-		}
-		cd = &buf[0]
-	}
+	cd := cDims(dims)
+	defer C.free(unsafe.Pointer(cd))
 	var cx C.int
 	if xnn {
 		cx = 1
@@ -242,9 +235,28 @@ func openNetWith(path string, dims []int, xnn bool) (*net, error) {
 		steps := map[C.int]string{1: "read the model", 2: "create its interpreter", 3: "resize its input", 4: "allocate its tensors", 5: "find its input and output", 6: "create the XNNPACK delegate"}
 		return nil, fmt.Errorf("open TensorFlow Lite model %s: could not %s", path, steps[rc])
 	}
+	n.sizes()
+	return n, nil
+}
+
+// cDims copies a tensor shape into C memory (nil for none); the caller
+// frees it.
+func cDims(dims []int) *C.int {
+	if len(dims) == 0 {
+		return nil
+	}
+	buf := unsafe.Slice((*C.int)(C.malloc(C.size_t(len(dims))*C.size_t(unsafe.Sizeof(C.int(0))))), len(dims))
+	for i, d := range dims {
+		buf[i] = C.int(d)
+	}
+	return &buf[0]
+}
+
+// sizes reads the input and output sizes (float32 counts) from the
+// interpreter, after it allocated its tensors.
+func (n *net) sizes() {
 	n.in = int(C.agora_net_in_size(n.c)) / 4
 	n.out = int(C.agora_net_out_size(n.c)) / 4
-	return n, nil
 }
 
 // run feeds in (exactly n.in floats) and writes n.out floats to out.
@@ -262,16 +274,12 @@ func (n *net) run(in, out []float32) error {
 // resize gives the model's input the shape dims (the embedding model takes
 // any number of mel frames: one call then gives every window's embedding).
 func (n *net) resize(dims []int) error {
-	buf := (*[8]C.int)(C.malloc(C.size_t(8 * unsafe.Sizeof(C.int(0)))))
-	defer C.free(unsafe.Pointer(buf))
-	for i, d := range dims {
-		buf[i] = C.int(d)
-	}
-	if rc := C.agora_net_resize(n.c, &buf[0], C.int(len(dims))); rc != 0 {
+	cd := cDims(dims)
+	defer C.free(unsafe.Pointer(cd))
+	if rc := C.agora_net_resize(n.c, cd, C.int(len(dims))); rc != 0 {
 		return fmt.Errorf("tflite: resize the input to %v failed (step %d)", dims, int(rc))
 	}
-	n.in = int(C.agora_net_in_size(n.c)) / 4
-	n.out = int(C.agora_net_out_size(n.c)) / 4
+	n.sizes()
 	return nil
 }
 

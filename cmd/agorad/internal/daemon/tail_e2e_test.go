@@ -23,7 +23,11 @@ func TestHearTailRealWhisper(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real whisper weights and keyword spotter: slow")
 	}
-	const minSwitched, minByTail = 3, 1 // of 4 (measured: 3, two of them by the tail)
+	// Of 4, measured over nine runs: 2 or 3 switch back, 2 always by the
+	// tail. sox dithers the speech afresh each run, and that alone turns
+	// anikaRobot's "I wanna listen to me." (a switch back from the text)
+	// into "I want to listen to me." with the tail "Welcome to me.".
+	const minSwitched, minByTail = 2, 1
 	model := testaudio.RealModel(t, "tiny.en")
 	spotter, err := kws.OpenDefault(0, filepath.Dir(testaudio.SpotterDir(t)))
 	if err != nil {
