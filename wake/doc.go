@@ -14,7 +14,7 @@
 //     written; or (b) one written word is within one edit of the sound key
 //     of a one-word wake word of five or more letters ("Adora", "Agura",
 //     "Nagora", "Agorav", "Gora"); or (c) two or three written words joined
-//     spell that sound key exactly ("a gora", "Ah, gora", "ago ra"). The
+//     spell that sound key exactly ("a gora", "Ah, gora"). The
 //     sound key is the letters without doubled letters and without an 'h'
 //     inside a word ("Aggora", "Agorra", "Agorah" are "agora"). Joined words
 //     get no edit ("a gore a" is not "agora"), and configured entries of
@@ -30,6 +30,9 @@
 //     on them free of matches. One exception: a rejected word no longer
 //     than the name ("Agra", "ahora") right after a greeting in the same
 //     sentence ("Hey Agra, listen.") is the name, as whisper spells it.
+//     A rejected entry of several words that sounds as the name itself
+//     ("ago ra", issue 21's near-miss) is rejected only written so, word
+//     for word, and vetoes a spotted name where whisper wrote it there.
 //   - Listen words must follow the wake word directly and match as written
 //     (longest entry first: "luister maar" before "luister"). A listen word
 //     elsewhere ("Agora, can you listen to this?") is part of the request.

@@ -29,9 +29,21 @@ type Spot struct {
 // band, or where whisper wrote nothing like the name, the text alone
 // decides. Rejected words at the place veto as in MatchHeard. A name taken
 // as a question is the switch back when s.Tail starts with listen words.
+//
+// Where whisper wrote nothing (its guard dropped a repetition loop or a
+// "[Music]" it wrote for speech with a word it does not know in it), a
+// spot the spotter is sure of is still the name: the question is s.Tail,
+// the speech after the name transcribed on its own (TailFrom), or none
+// when that too gave nothing; listen words at its start switch back.
 func (r *Rules) MatchSpot(text string, words []Word, s Spot) Match {
 	if strings.TrimSpace(text) == "" {
-		return Match{} // whisper heard no words (or its guard dropped them): nothing to ask
+		if !s.Heard {
+			return Match{} // whisper heard no words, the spotter no name: nothing to ask
+		}
+		if m := r.Match(s.Tail); m.Action != None && m.Before == "" {
+			return m // the tail starts with the name: the spotter placed it early
+		}
+		return r.heardTail(Match{Action: Feedback, Remainder: strings.TrimSpace(s.Tail)}, s.Tail)
 	}
 	if m := r.Match(text); m.Action != None {
 		return r.heardTail(m, s.Tail)

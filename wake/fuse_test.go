@@ -61,8 +61,38 @@ func TestMatchSpot(t *testing.T) {
 			}
 		})
 	}
-	if m := r.MatchSpot("  ", nil, Spot{Score: 1, End: time.Second, Heard: true}); m.Action != None {
-		t.Errorf("MatchSpot on empty text = %+v, want no wake", m)
+}
+
+// TestMatchSpotNoText: where whisper wrote nothing (its guard dropped a
+// loop or "[Music]"), a name the spotter is sure of wakes, with the speech
+// after it heard again (Spot.Tail) as the question; a score below the
+// spotter's threshold, even in the band, does not (no words to fuse with).
+func TestMatchSpotNoText(t *testing.T) {
+	r, err := New(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name      string
+		spot      Spot
+		action    Action
+		remainder string
+	}{
+		{"sure, the question heard again", Spot{Score: 0.995, End: time.Second, Heard: true, Tail: "Is this beam safe?"}, Feedback, "Is this beam safe?"},
+		{"sure, nothing heard again: the name alone", Spot{Score: 0.995, End: time.Second, Heard: true}, Feedback, ""},
+		{"sure, listen words heard again", Spot{Score: 0.999, End: time.Second, Heard: true, Tail: "Listen."}, Listen, ""},
+		{"sure, the end of the name then listen words", Spot{Score: 0.999, End: time.Second, Heard: true, Tail: "Ra, listen."}, Listen, ""},
+		{"sure, the tail starts with the name", Spot{Score: 0.999, End: time.Second, Heard: true, Tail: "Agora, how deep is the footing?"}, Feedback, "how deep is the footing?"},
+		{"band: no words to fuse with", Spot{Score: 0.95, End: time.Second, Tail: "Is this beam safe?"}, None, ""},
+		{"no name", Spot{Score: 0.1, End: time.Second}, None, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			m := r.MatchSpot("  ", nil, tt.spot)
+			if m.Action != tt.action || m.Remainder != tt.remainder {
+				t.Errorf("MatchSpot(no text, %+v) = %+v; want action %q remainder %q", tt.spot, m, tt.action, tt.remainder)
+			}
+		})
 	}
 }
 

@@ -90,9 +90,14 @@ func (r *Rules) MatchHeard(text string, words []Word, nameEnd time.Duration) Mat
 // vetoes reports whether text holds a rejected word or phrase longer than
 // the name: the name heard inside another word ("angora", "agorafobie").
 // Shorter ones ("Agra", "ahora") are how whisper writes the name itself.
+// Rejected words that sound as the name written apart ("ago ra") veto too:
+// whisper heard two words where the name's sound was.
 func (r *Rules) vetoes(text string) bool {
 	toks := tokens(text)
 	for i := range toks {
+		if matchAt(toks, i, r.rejectSplit) > 0 {
+			return true
+		}
 		for n := 1; n <= maxReject && i+n <= len(toks); n++ {
 			if k := soundKey(toks[i : i+n]); r.reject[k] && len(k) > len(r.nameSound) {
 				return true

@@ -68,6 +68,8 @@ func TestMatchHeard(t *testing.T) {
 			900 * time.Millisecond, None, "", "", ""},
 		{"agoraphobia split by whisper", []string{"She@0-200", "has@200-400", "agora@400-800", "phobia.@800-1300"},
 			1000 * time.Millisecond, None, "", "", ""},
+		{"ago ra written where the name was heard", []string{"A@0-100", "long@100-400", "time@400-700", "ago,@700-1000", "Ra@1000-1300", "was@1300-1500", "worshipped.@1500-2100"},
+			1300 * time.Millisecond, None, "", "", ""},
 		{"no word times, a rejected word longer than the name", []string{"The", "angora", "wool."},
 			time.Second, None, "", "", ""},
 		{"Agra is how whisper writes the name the spotter heard", []string{"Agra,@0-420", "what@500-700", "slope@700-1050"},

@@ -29,9 +29,17 @@ const MaxTail = 1200 * time.Millisecond
 // the fuse band up), MatchSpot takes it as a question, not the switch
 // back, and the words after it end within MaxTail of the name's end.
 // Whisper's words give that end; without word times there is no place to
-// cut.
+// cut. Where whisper wrote nothing at all and the spotter is sure of the
+// name, everything after the name is heard again, however long: it is the
+// question (MatchSpot), and the first text has none.
 func (r *Rules) TailFrom(text string, words []Word, s Spot) (from time.Duration, ok bool) {
 	s.Tail = ""
+	if strings.TrimSpace(text) == "" {
+		if !s.Heard {
+			return 0, false
+		}
+		return max(s.End-spotLag, 0), true
+	}
 	placed := s.Heard || (r.fuse > 0 && s.Score >= r.fuse) // else s.End is no name's place
 	if !placed || len(words) == 0 || r.MatchSpot(text, words, s).Action != Feedback {
 		return 0, false
@@ -51,6 +59,22 @@ func (r *Rules) TailFrom(text string, words []Word, s Spot) (from time.Duration,
 // for it. Whisper notices the deadline between its steps, so a stopped
 // call can run over it (base: 4.2 s once).
 const TailBudget = 2 * time.Second
+
+// QuestionBudget is TailBudget for the whole question after a spotted
+// name that whisper's first pass wrote nothing for (TailFrom): longer
+// speech than a listen phrase, so more time. Beyond it the name still
+// wakes, without a question.
+const QuestionBudget = 4 * time.Second
+
+// Budget is how long the tail from TailFrom may take to transcribe for an
+// utterance whisper first wrote text for: TailBudget, or QuestionBudget
+// when it wrote nothing.
+func Budget(text string) time.Duration {
+	if strings.TrimSpace(text) == "" {
+		return QuestionBudget
+	}
+	return TailBudget
+}
 
 // TailLead is the silence put before the tail: whisper, handed speech that
 // starts at once, wrote the listen words less often (tiny.en: 15 of 38

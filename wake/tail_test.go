@@ -31,11 +31,14 @@ func TestTailFrom(t *testing.T) {
 		{"whisper wrote the name, the spotter did not place it", []string{"Agora,@0-500", "why?@600-1000"}, Spot{Score: 0.2, End: ms(750)}, false, 0},
 		{"a rejected word at the place", []string{"Angora@0-600", "wool.@600-1000"}, Spot{Score: 0.999, End: ms(800), Heard: true}, false, 0},
 		{"no word times", []string{"I", "will", "have", "a", "reason."}, Spot{Score: 0.999, End: ms(950), Heard: true}, false, 0},
+		{"no text, sure: all after the name, however long", nil, Spot{Score: 0.999, End: ms(950), Heard: true}, true, ms(700)},
+		{"no text, sure, the name at the very start", nil, Spot{Score: 0.999, End: ms(100), Heard: true}, true, 0},
+		{"no text, in the band only", nil, Spot{Score: 0.95, End: ms(950)}, false, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			ws, text := timed(t, tt.words...)
-			if tt.name == "no word times" {
+			if tt.name == "no word times" || tt.words == nil {
 				ws = nil
 			}
 			from, ok := r.TailFrom(text, ws, tt.spot)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"unicode"
@@ -89,7 +90,7 @@ func (c Config) Hotwords() []string {
 
 // DefaultConfig is Dutch and English. Accented, doubled and h-spellings
 // ("Ágora", "Aggora", "Agorah"), one-letter slips ("Adora", "Agura",
-// "Nagora") and splits ("a gora", "ago ra") need no entry: the fuzzy match
+// "Nagora") and splits ("a gora", "Ah, gora") need no entry: the fuzzy match
 // takes them.
 func DefaultConfig() Config {
 	return Config{
@@ -101,10 +102,13 @@ func DefaultConfig() Config {
 		// agora's van Athene") and the words that start with "agora", so
 		// that whisper writing them split ("agora fobie") is no wake word.
 		// Names (Adora, Dora) are not rejected: inspectors do not say them
-		// to the device.
+		// to the device. "ago ra" is issue 21's near-miss ("a long time
+		// ago, Ra was worshipped"): whisper wrote it so for that sentence,
+		// never for the name in the wake benchmark's runs.
 		Reject: []string{
 			"angora", "agra", "ahora", "agoras", "agorae",
 			"agorafobie", "agorafobisch", "agoraphobia", "agoraphobic",
+			"ago ra",
 		},
 		Bias:     DefaultBias,
 		Fuse:     DefaultFuse,
@@ -151,9 +155,15 @@ func (c Config) Validate() error {
 		if len(tokens(w)) == 0 {
 			return fmt.Errorf("wake.reject[%d]: %q has no letters or digits", i, w)
 		}
-		// A wake word that is also rejected would never match.
+		// A wake word that is also rejected would never match. A rejected
+		// entry of several words is rejected as written ("ago ra"): only
+		// the same words conflict.
 		for j, word := range c.Words {
-			if soundKey(tokens(w)) == soundKey(tokens(word)) {
+			same := soundKey(tokens(w)) == soundKey(tokens(word))
+			if len(tokens(w)) > 1 {
+				same = joinNorm(tokens(w)) == joinNorm(tokens(word))
+			}
+			if same {
 				return fmt.Errorf("wake.reject[%d]: %q rejects wake.words[%d] %q", i, w, j, word)
 			}
 		}
@@ -178,6 +188,7 @@ type Rules struct {
 	fuzzyListen  []string        // sound keys of the one-word listen words, for a lone last word
 	listenSounds []string        // their phoneKeys, in the same order
 	reject       map[string]bool // sound keys of Config.Reject
+	rejectSplit  [][]string      // Config.Reject entries of several words that sound as a wake word ("ago ra"), as written
 	name         string          // the first wake word, as configured: what MatchHeard writes for a spotted name
 	nameKey      string          // phoneKey of name: what NameLike compares with
 	nameSound    string          // soundKey of name: rejected words longer than it veto a spotted name
@@ -218,7 +229,15 @@ func New(cfg Config) (*Rules, error) {
 		}
 	}
 	for _, w := range cfg.Reject {
-		r.reject[soundKey(tokens(w))] = true
+		toks := tokens(w)
+		k := soundKey(toks)
+		if len(toks) > 1 && (slices.Contains(r.fuzzy, k) || k == r.nameSound) {
+			// By its sound this is the name itself: it is rejected only
+			// written so, word for word.
+			r.rejectSplit = append(r.rejectSplit, phrases([]string{w})[0])
+			continue
+		}
+		r.reject[k] = true
 	}
 	return r, nil
 }
@@ -242,7 +261,7 @@ func phrases(list []string) [][]string {
 //   - one written word is within one edit of a wake word's sound key
 //     ("Adora", "Agorav", "Nagora"), or
 //   - two or three written words joined spell its sound key exactly
-//     ("a gora", "Ah, gora", "ago ra"; "a gore a" is not one),
+//     ("a gora", "Ah, gora"; "a gore a" is not one),
 //
 // and none of those words is part of a rejected word or phrase ("angora",
 // "agora fobie"). Listen words must follow as written, except that a lone
@@ -355,6 +374,9 @@ func (r *Rules) blocked(toks []token) []bool {
 					out[k] = true
 				}
 			}
+		}
+		for k := i; k < i+matchAt(toks, i, r.rejectSplit); k++ {
+			out[k] = true
 		}
 	}
 	return out

@@ -78,7 +78,7 @@ func TestMatch(t *testing.T) {
 		{"in the basement of Gora.", Feedback, "in the basement of", ""}, // the first vowel swallowed
 		{"Ah, gora, what now?", Feedback, "", "what now?"},
 		{"The wall is wide, a gora, log it.", Feedback, "The wall is wide", "log it."},
-		{"ago ra, wat nu?", Feedback, "", "wat nu?"},
+		{"a go ra, wat nu?", Feedback, "", "wat nu?"},
 		{"The wall is wide, ag or a log it.", Feedback, "The wall is wide", "log it."},
 		{"Agoraa luister", Listen, "", ""},
 		// Listen.
@@ -125,6 +125,9 @@ func TestMatch(t *testing.T) {
 		{"a gorge", None, "", ""},
 		{"the aura of the room", None, "", ""},
 		{"two days ago, ramps were checked", None, "", ""},
+		// Issue 21's near-miss "ago ra": rejected as written, word for word.
+		{"A long time ago, Ra was worshipped in Egypt.", None, "", ""},
+		{"ago ra, wat nu?", None, "", ""},
 		{"", None, "", ""},
 		{"Luister goed naar de trilling.", None, "", ""},
 		{"Listen to the bearing.", None, "", ""},
@@ -191,6 +194,7 @@ func TestValidate(t *testing.T) {
 		{"listen word equals wake word", Config{Words: []string{"agora"}, ListenWords: []string{"AGORA"}}, "wake.listen_words[0]"},
 		{"empty reject", Config{Words: []string{"agora"}, Reject: []string{"angora", "-"}}, "wake.reject[1]"},
 		{"wake word rejected", Config{Words: []string{"agora"}, Reject: []string{"Aggora"}}, "wake.reject[0]: \"Aggora\" rejects wake.words[0]"},
+		{"several-word wake word rejected as written", Config{Words: []string{"agora", "a gora"}, Reject: []string{"A, gora"}}, "wake.reject[0]: \"A, gora\" rejects wake.words[1]"},
 	}
 	for _, tc := range tests {
 		err := tc.cfg.Validate()

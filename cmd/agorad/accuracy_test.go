@@ -62,7 +62,9 @@ var (
 	// minSpotHits: the same with the keyword spotter (docs/wake.md),
 	// measured: tiny.en 7 of 8, base 12 of 15 with the second head (9 of
 	// 15 with the first), 14 of 15 once listen words are heard again after
-	// the name (wake.Rules.TailFrom); two allowed to go.
+	// the name (wake.Rules.TailFrom); tiny.en 8 of 8 once a sure spot
+	// wakes where whisper's guard dropped the text (issue 21's fifth
+	// round); two allowed to go.
 	// maxWrongAction: listen phrases only the spotter heard, whose listen
 	// word whisper garbled too, so they went as a question; measured:
 	// tiny.en 1 ("Add or release and..."), base 1 ("A Lord had laced
@@ -456,6 +458,55 @@ func TestRealWakePhrases(t *testing.T) {
 				t.Errorf("%s: %d wake phrases heard with the wrong action, want at most %d", m.model, wrongAction, maxWrongAction[m.model])
 			}
 		})
+	}
+}
+
+// TestRealSpottedNameWithoutText: the name said in these espeak-ng voices
+// (from the wake benchmark's corpus) derails tiny.en into a repetition
+// loop or "(singing in foreign language)", which whisper's guard drops
+// (measured: every time, three renderings each, one and two threads).
+// The spotter is sure of the name all the same, so the device wakes, and
+// the speech after the name, transcribed again on its own, is the
+// question (wake.Rules.MatchSpot, TailFrom). Before, no text meant no wake.
+func TestRealSpottedNameWithoutText(t *testing.T) {
+	r := newRealRun(t, "tiny.en", "en")
+	spotter := spotterIfThere(t)
+	if spotter == nil {
+		return
+	}
+	tests := []struct {
+		text  string
+		voice []string
+		want  string // a word the question heard again has; "" where whisper garbles this voice anyway
+	}{
+		{"Hey Agora, is this beam safe?", []string{"-v", "en-gb-scotland+m7", "-s", "158", "-p", "69"}, "safe"},
+		{"Agora, what spacing do the anchor bolts need for this steel column?", []string{"-v", "en-029+RicishayMax2", "-s", "140", "-p", "69"}, ""},
+	}
+	exercised := 0
+	for _, tt := range tests {
+		utts := r.runJudged(t, tt.text, testaudio.Concat(testaudio.Silence(500), testaudio.SpeakArgs(t, tt.text, tt.voice...), testaudio.Silence(1500)), spotter)
+		for _, u := range utts {
+			if u.Text != "" || u.Spot == nil || !u.Spot.Heard {
+				t.Logf("%s %q: whisper wrote %q (spotter %v): not the case measured", tt.voice[1], tt.text, u.Text, u.Spot)
+				continue
+			}
+			exercised++
+			t.Logf("%s %q: guard %q, spotter %.4f, heard again %q (%d ms, %s), verdict %+v", tt.voice[1], tt.text, u.Rejected, u.Spot.Score, u.Spot.Tail, u.Spot.TailMS, u.Spot.TailError, u.Wake)
+			if u.TextWake != nil {
+				t.Errorf("%s: whisper's empty text woke the device on its own: %+v", tt.voice[1], u.TextWake)
+			}
+			if u.Wake == nil || u.Wake.Action != wake.Feedback {
+				t.Errorf("%s: verdict %+v, want feedback", tt.voice[1], u.Wake)
+				continue
+			}
+			// A tail over its budget (a loaded machine) leaves the name alone.
+			if tt.want != "" && u.Spot.TailError == "" && !strings.Contains(strings.ToLower(u.Wake.Remainder), tt.want) {
+				t.Errorf("%s: question %q, want it to have %q", tt.voice[1], u.Wake.Remainder, tt.want)
+			}
+		}
+	}
+	if exercised == 0 {
+		t.Errorf("whisper wrote text for every utterance: no case of a spotted name without text was measured")
 	}
 }
 

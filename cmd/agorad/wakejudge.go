@@ -41,7 +41,7 @@ type tailHeard struct {
 // match judges one utterance.
 func (j wakeJudge) match(ctx context.Context, samples []float32, res transcribe.Result) (judged, error) {
 	text := j.rules.Match(res.Text)
-	if j.spot == nil || res.Text == "" {
+	if j.spot == nil {
 		return judged{m: text, text: text}, nil
 	}
 	h, err := j.spot.Spot(samples)
@@ -52,7 +52,7 @@ func (j wakeJudge) match(ctx context.Context, samples []float32, res transcribe.
 	s := wake.Spot{Score: h.Score, End: h.End, Heard: h.Heard}
 	if from, ok := j.rules.TailFrom(res.Text, res.Words, s); ok && j.tail != nil {
 		start := time.Now()
-		tctx, cancel := context.WithTimeout(ctx, wake.TailBudget)
+		tctx, cancel := context.WithTimeout(ctx, wake.Budget(res.Text))
 		tr, err := j.tail.Transcribe(tctx, wake.TailAudio(samples, audio.SampleRate, from))
 		cancel()
 		if err != nil && ctx.Err() != nil {

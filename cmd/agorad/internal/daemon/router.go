@@ -139,9 +139,12 @@ func (r *Router) Handle(ctx context.Context, h Heard) (out Outcome, err error) {
 	out.ModeBefore = r.mode
 	defer func() { out.ModeAfter = r.mode }()
 	text := strings.TrimSpace(h.Text)
-	if text == "" {
+	if text == "" && (h.Spot == nil || !h.Spot.Heard) {
 		return out, r.release(h.AudioID)
 	}
+	// No text but a name the spotter is sure of (whisper's guard dropped
+	// what it wrote): MatchSpot wakes, with the words after the name heard
+	// again as the question.
 	var m wake.Match
 	if h.Spot != nil {
 		m = r.rules.MatchSpot(text, h.Words, *h.Spot)

@@ -503,3 +503,54 @@ func TestRouterFusedSpot(t *testing.T) {
 		})
 	}
 }
+
+// TestRouterSpotWithoutText: whisper's guard dropped what it wrote (a
+// repetition loop, "[Music]"), but the spotter is sure of the name: the
+// device wakes all the same, the listen buffer goes over as the batch, and
+// the words after the name, heard again, are the question. The journaled
+// audio is released either way: nothing of it is waiting for text.
+func TestRouterSpotWithoutText(t *testing.T) {
+	tests := []struct {
+		name  string
+		spot  *wake.Spot
+		wake  wake.Action
+		mode  buffer.Mode
+		texts []string
+	}{
+		{"sure, the question heard again", &wake.Spot{Score: 0.995, End: time.Second, Heard: true, Tail: "Is this beam safe?"},
+			wake.Feedback, buffer.ModeFeedback, []string{"batch[Rust on the north wall.]", "Is this beam safe?"}},
+		{"sure, nothing heard again", &wake.Spot{Score: 0.995, End: time.Second, Heard: true},
+			wake.Feedback, buffer.ModeFeedback, []string{"batch[Rust on the north wall.]"}},
+		{"in the band only", &wake.Spot{Score: 0.95, End: time.Second, Tail: "Is this beam safe?"},
+			wake.None, buffer.ModeListen, nil},
+		{"no spotter", nil, wake.None, buffer.ModeListen, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			st := openStore(t, t.TempDir())
+			defer st.Close()
+			r := newTestRouter(t, st, &recordingSounder{}, false)
+			if _, err := r.Handle(context.Background(), Heard{Text: "Rust on the north wall.", Source: "mic"}); err != nil {
+				t.Fatal(err)
+			}
+			id, err := st.JournalAudio(make([]float32, 1600), time.Now())
+			if err != nil {
+				t.Fatal(err)
+			}
+			out, err := r.Handle(context.Background(), Heard{Text: "", Source: "mic", AudioID: id, Spot: tt.spot})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := pendingTexts(t, st); out.Wake != tt.wake || r.Mode() != tt.mode || !slices.Equal(got, tt.texts) {
+				t.Errorf("wake %q, mode %s, outbox %q; want %q, %s, %q", out.Wake, r.Mode(), got, tt.wake, tt.mode, tt.texts)
+			}
+			stats, err := st.Stats()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if stats.JournalPending != 0 {
+				t.Errorf("%d journaled audio left; want it released", stats.JournalPending)
+			}
+		})
+	}
+}

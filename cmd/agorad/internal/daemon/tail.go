@@ -15,8 +15,10 @@ import (
 // after it ("I will have a reason." for "Agora, listen."), and the
 // inspector's switch back would go to the backend as a question. It runs
 // on the transcription goroutine, whisper being free by then; a failure,
-// or a transcription longer than wake.TailBudget, leaves the verdict to
-// whisper's first text.
+// or a transcription longer than wake.Budget, leaves the verdict to
+// whisper's first text. Where that text is empty (whisper's guard dropped
+// what it wrote) and the spotter is sure of the name, everything after the
+// name is heard again: it is the question.
 func (sp *speech) hearTail(ctx context.Context, j job, res transcribe.Result, s *wake.Spot) *wake.Spot {
 	if s == nil {
 		return nil
@@ -26,14 +28,14 @@ func (sp *speech) hearTail(ctx context.Context, j job, res transcribe.Result, s 
 		return s
 	}
 	start := time.Now()
-	tctx, cancel := context.WithTimeout(ctx, wake.TailBudget)
+	tctx, cancel := context.WithTimeout(ctx, wake.Budget(res.Text))
 	defer cancel()
 	tr, err := sp.whisper.Transcribe(tctx, wake.TailAudio(j.samples, audio.SampleRate, from))
 	if err != nil {
 		sp.log.Warn("the words after the name were not transcribed again; whisper's first text decides", "audio_id", j.audioID, "err", err)
 		return s
 	}
-	sp.log.Debug("words after the name transcribed again", "audio_id", j.audioID, "tail", tr.Text,
+	sp.log.Debug("words after the name transcribed again", "audio_id", j.audioID, "tail", tr.Text, "rejected", tr.Rejected,
 		"from", from, "took", time.Since(start).Round(time.Millisecond))
 	heard := *s
 	heard.Tail = tr.Text
