@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -427,8 +428,9 @@ func (sp *speech) failed(j job, err error) {
 func (sp *speech) route(ctx context.Context, j job, res transcribe.Result, hit *kws.Hit) {
 	defer sp.pending.Done()
 	sp.met.Transcribed(res.ProcessingTime, res.AudioDuration)
-	res = sp.wearersWords(j, res)
-	spot := sp.hearTail(ctx, j, res, spotOf(hit))
+	kept := sp.wearersWords(j, res)
+	spot := sp.hearTail(ctx, j, kept, spotFor(res, kept, hit))
+	res = kept
 	transcribed := time.Now() // the tail heard again is part of the turn's wait
 	sp.heard.Add(1)
 	if res.Rejected != "" {
@@ -463,6 +465,18 @@ func rtf(r transcribe.Result) float64 {
 		return 0
 	}
 	return r.ProcessingTime.Seconds() / r.AudioDuration.Seconds()
+}
+
+// spotFor is the spotter's verdict for the router on an utterance whisper
+// wrote text for and the wearer gate kept of it: nil when the gate took
+// every word. Someone else spoke then, and a name in it is theirs; an
+// utterance whisper itself wrote nothing for keeps the verdict (a name the
+// spotter is sure of wakes without text, wake.Rules.MatchSpot).
+func spotFor(whisper, kept transcribe.Result, h *kws.Hit) *wake.Spot {
+	if strings.TrimSpace(kept.Text) == "" && strings.TrimSpace(whisper.Text) != "" {
+		return nil
+	}
+	return spotOf(h)
 }
 
 // spotOf is the spotter's verdict for the router, nil when it did not run.
