@@ -62,7 +62,12 @@
 //     the switch back when the audio after it, transcribed again on its
 //     own (Spot.Tail; only for up to MaxTail of words, see TailFrom),
 //     starts with listen words; the remainder is then the tail's own
-//     text. Nothing else in the verdict reads the tail.
+//     text. Nothing else in the verdict reads the tail, except:
+//   - An utterance whisper wrote nothing for (its guard dropped the text)
+//     wakes only on a score at the spotter's own threshold; then the
+//     whole audio after the name is the tail (TailFrom, any length), and
+//     its text is the question, or the switch back when it starts with
+//     listen words. A score in the band never wakes without text.
 //
 // Rules are immutable after New and safe for concurrent use.
 package wake
