@@ -228,12 +228,16 @@ func New(cfg Config) (*Rules, error) {
 			}
 		}
 	}
+	wakeSounds := make([]string, len(cfg.Words))
+	for i, w := range cfg.Words {
+		wakeSounds[i] = soundKey(tokens(w))
+	}
 	for _, w := range cfg.Reject {
 		toks := tokens(w)
 		k := soundKey(toks)
-		if len(toks) > 1 && (slices.Contains(r.fuzzy, k) || k == r.nameSound) {
-			// By its sound this is the name itself: it is rejected only
-			// written so, word for word.
+		if len(toks) > 1 && slices.Contains(wakeSounds, k) {
+			// By its sound this is a wake word itself: it is rejected only
+			// written so, word for word (as Validate compares it).
 			r.rejectSplit = append(r.rejectSplit, phrases([]string{w})[0])
 			continue
 		}

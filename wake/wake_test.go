@@ -195,6 +195,7 @@ func TestValidate(t *testing.T) {
 		{"empty reject", Config{Words: []string{"agora"}, Reject: []string{"angora", "-"}}, "wake.reject[1]"},
 		{"wake word rejected", Config{Words: []string{"agora"}, Reject: []string{"Aggora"}}, "wake.reject[0]: \"Aggora\" rejects wake.words[0]"},
 		{"several-word wake word rejected as written", Config{Words: []string{"agora", "a gora"}, Reject: []string{"A, gora"}}, "wake.reject[0]: \"A, gora\" rejects wake.words[1]"},
+		{"several words that sound as a wake word, written otherwise", Config{Words: []string{"agora", "hey agora"}, Reject: []string{"hey ago ra"}}, ""},
 	}
 	for _, tc := range tests {
 		err := tc.cfg.Validate()
@@ -284,5 +285,26 @@ func TestNoWakeInWhisperTranscripts(t *testing.T) {
 	}
 	if len(perSystem) < 2 {
 		t.Errorf("transcripts of %d systems, want tiny.en and base", len(perSystem))
+	}
+}
+
+// TestRejectSoundingAsWakeWord: a rejected entry of several words that
+// sounds as any wake word (not only the first) is rejected as written; by
+// its sound it would block that wake word everywhere.
+func TestRejectSoundingAsWakeWord(t *testing.T) {
+	r, err := New(Config{Words: []string{"agora", "hey agora"}, Reject: []string{"hey ago ra"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		text string
+		want Action
+	}{
+		{"Hey agora, what now?", Feedback},
+		{"Hey ago ra, what now?", None},
+	} {
+		if m := r.Match(tc.text); m.Action != tc.want {
+			t.Errorf("Match(%q) = %+v, want %q", tc.text, m, tc.want)
+		}
 	}
 }

@@ -139,17 +139,17 @@ func (r *Router) Handle(ctx context.Context, h Heard) (out Outcome, err error) {
 	out.ModeBefore = r.mode
 	defer func() { out.ModeAfter = r.mode }()
 	text := strings.TrimSpace(h.Text)
-	if text == "" && (h.Spot == nil || !h.Spot.Heard) {
-		return out, r.release(h.AudioID)
-	}
-	// No text but a name the spotter is sure of (whisper's guard dropped
-	// what it wrote): MatchSpot wakes, with the words after the name heard
-	// again as the question.
 	var m wake.Match
 	if h.Spot != nil {
 		m = r.rules.MatchSpot(text, h.Words, *h.Spot)
 	} else {
 		m = r.rules.Match(text)
+	}
+	// No text is nothing to keep, unless the rules wake on it all the same
+	// (a name the spotter is sure of where whisper's guard dropped the
+	// text: the words after it, heard again, are the question).
+	if text == "" && m.Action == wake.None {
+		return out, r.release(h.AudioID)
 	}
 	out.Wake = m.Action
 	// The journaled audio goes with the last text stored from it, never
