@@ -4,7 +4,7 @@
 # the daemon's own front end (models/kws, from make models), trains the
 # small dense head with numpy in a venv (build/kws-venv, pinned
 # wake/kws/train/requirements.txt) and writes wake/kws/agora.json, which
-# the daemon embeds. About 45 minutes on 2 cores (docs/wake.md).
+# the daemon embeds. About 70 minutes on 2 cores (docs/wake.md).
 #   OUT  work directory (default build/kws)   HEAD  output (default wake/kws/agora.json)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -67,7 +67,10 @@
 //     wakes only on a score at the spotter's own threshold; then the
 //     whole audio after the name is the tail (TailFrom, any length), and
 //     its text is the question, or the switch back when it starts with
-//     listen words. A score in the band never wakes without text.
+//     listen words. A score in the band never wakes without text. When
+//     that tail too comes back empty, it is heard once more from the
+//     spotter's end (AgainFrom), within the same Budget; only then does
+//     the name wake alone.
 //
 // Rules are immutable after New and safe for concurrent use.
 package wake

@@ -99,7 +99,8 @@ func TestMatchSpotNoText(t *testing.T) {
 // TestMatchSpotDefaults: the shipped band (DefaultFuse, DefaultFuseLike)
 // takes a name whisper wrote within an edit of its sound when the spotter
 // is fairly sure, and not the homophone the spotter is less sure of
-// (docs/wake.md: base wrote "a gore a" as "a Laura", spotter 0.85).
+// (docs/wake.md: base wrote "a gore a" as "a Laura", spotter 0.85 with the
+// first head; as "a Dora", 0.926 with the third).
 func TestMatchSpotDefaults(t *testing.T) {
 	r, err := New(DefaultConfig())
 	if err != nil {
@@ -114,6 +115,7 @@ func TestMatchSpotDefaults(t *testing.T) {
 	}{
 		{"Agra at 0.95", []string{"Agra,@0-400", "note@500-700", "that@700-900", "the@900-1000", "drain@1000-1300", "is@1300-1400", "cracked.@1400-1900"}, 0.95, 450 * time.Millisecond, Feedback},
 		{"a Laura at 0.85", []string{"There@0-200", "was@200-400", "a@400-500", "Laura@500-900", "Middita@900-1400", "door@1400-1700"}, 0.85, 900 * time.Millisecond, None},
+		{"a Dora at 0.926", []string{"There@0-200", "was@200-400", "a@400-500", "Dora@500-900", "Midi@900-1200", "Tadora@1200-1600"}, 0.926, 900 * time.Millisecond, None},
 		{"I've got a at 0.95: two edits", []string{"I've@0-300", "got@300-500", "a@500-600", "what@700-900", "is@900-1000", "it?@1000-1300"}, 0.95, 650 * time.Millisecond, None},
 	}
 	for _, tt := range tests {

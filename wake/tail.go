@@ -52,6 +52,22 @@ func (r *Rules) TailFrom(text string, words []Word, s Spot) (from time.Duration,
 	return from, true
 }
 
+// AgainFrom reports whether the question after a sure spot should be
+// heard once more, and from where, when the first hearing of it (from
+// TailFrom's place) gave nothing for an utterance whisper wrote nothing
+// for: handed the last of the name, whisper is derailed as on the whole
+// utterance ("Hey Agora, is this beam safe?" by espeak-ng's
+// en-gb-scotland+m7 with the third head's place, the same from 80 to 330
+// ms later: "Let's be safe.", "It's the same safe."). The second cut is
+// the spotter's end itself, spotLag after the first, within the same
+// budget (Budget).
+func AgainFrom(text string, s Spot, from time.Duration, tail string) (time.Duration, bool) {
+	if strings.TrimSpace(text) != "" || strings.TrimSpace(tail) != "" || !s.Heard || s.End <= from {
+		return 0, false
+	}
+	return s.End, true
+}
+
 // TailBudget is the longest a tail's transcription may take; then it is
 // abandoned and whisper's first text decides. Whisper took 0.3 to 0.6 s
 // for most tails (tiny.en, one thread, a loaded machine) but up to 7.6 s

@@ -122,3 +122,31 @@ func TestTailAudio(t *testing.T) {
 		}
 	}
 }
+
+// TestAgainFrom: only a question after a sure spot whisper wrote nothing
+// for, which came back empty, is heard once more, from the spotter's end.
+func TestAgainFrom(t *testing.T) {
+	sure := Spot{Score: 0.999, End: 1300 * time.Millisecond, Heard: true}
+	from := sure.End - spotLag
+	tests := []struct {
+		name string
+		text string
+		spot Spot
+		tail string
+		ok   bool
+	}{
+		{"no text, nothing heard again", "", sure, "", true},
+		{"no text, blank heard again", " ", sure, " ", true},
+		{"no text, a question heard again", "", sure, "Is this beam safe?", false},
+		{"text: the first hearing decides", "I've got a, is this safe?", sure, "", false},
+		{"no sure spot", "", Spot{Score: 0.95, End: sure.End}, "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, ok := AgainFrom(tt.text, tt.spot, from, tt.tail)
+			if ok != tt.ok || (ok && got != tt.spot.End) {
+				t.Errorf("AgainFrom = %v, %v; want %v at the spotter's end %v", got, ok, tt.ok, tt.spot.End)
+			}
+		})
+	}
+}

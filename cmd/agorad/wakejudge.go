@@ -54,6 +54,11 @@ func (j wakeJudge) match(ctx context.Context, samples []float32, res transcribe.
 		start := time.Now()
 		tctx, cancel := context.WithTimeout(ctx, wake.Budget(res.Text))
 		tr, err := j.tail.Transcribe(tctx, wake.TailAudio(samples, audio.SampleRate, from))
+		if again, ok := wake.AgainFrom(res.Text, s, from, tr.Text); ok && err == nil {
+			if tr2, err2 := j.tail.Transcribe(tctx, wake.TailAudio(samples, audio.SampleRate, again)); err2 == nil {
+				tr, from = tr2, again
+			}
+		}
 		cancel()
 		if err != nil && ctx.Err() != nil {
 			return judged{}, fmt.Errorf("transcribe the %s after the name again: %w", time.Duration(len(samples))*time.Second/audio.SampleRate-from, err)

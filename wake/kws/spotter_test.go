@@ -58,10 +58,11 @@ func TestOpenBadFrontEnd(t *testing.T) {
 // stay under the threshold. (The voices are espeak-ng's, which it trained
 // on; bench/kwsbench measures other engines' voices. Names inside longer
 // words, "agorafobie", are the wake rules' to reject: the spotter hears
-// the name in them.) The floor is the measured detection at the head's
-// threshold: 6 of 8, both misses mid-sentence (docs/wake.md has the gap).
+// the name in them.) The floor is one under the measured detection at the
+// head's threshold: 8 of 8 with the third head (the second: 7, missing
+// "Kun je Agora even vragen ..." at 0.974; docs/wake.md has the gap).
 func TestSpotterHearsTheName(t *testing.T) {
-	const minHeard = 6
+	const minHeard = 7
 	dir := testaudio.SpotterDir(t)
 	s, err := OpenDefault(0, filepath.Dir(dir))
 	if err != nil {

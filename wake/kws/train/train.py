@@ -9,7 +9,9 @@ Positives: the name alone, first, last or inside carrier phrases of random
 inspection words, English and Dutch, by every espeak-ng English voice and the
 Dutch one with every variant (rates 120-190, pitches 25-75) and by flite's
 English voices; most spoken in one go, the rest built from parts; half moved
-to another vocal tract, room and microphone; some in noise. Where the name
+to another vocal tract, room and microphone; some in noise. Then the name
+inside sentence joints ("ask Agora about", "dat Agora de"), spoken in one
+go, each with a twin that has another name or a near-miss in its place. Where the name
 ends is known to the sample (from the parts, or from the same voice saying
 the text only up to the name). Negatives: carrier phrases without the name,
 words that sound like it (angora, Agra, agorafobie, ...), babble of two or
@@ -49,13 +51,18 @@ NEG_AFTER = int(0.9 * RATE)
 # members that err on different windows; averaged, they let fewer ordinary
 # sentences past than one network at the same detection (docs/wake.md).
 MEMBERS = [
-    (int(h), int(s)) for h, s in (m.split(":") for m in os.environ.get("KWS_MEMBERS", "32:21,64:21,64:22").split(","))
+    (int(h), int(s))
+    for h, s in (m.split(":") for m in os.environ.get("KWS_MEMBERS", "32:21,64:21,64:22,64:23").split(","))
 ]
-# Heads fitted before, averaged in as members: the first head (4324 clips
-# of the first recipe, one network) hears the name inside words that begin
-# with it ("agorafobie") less readily than the networks fitted on the moved
-# speakers; with it, fewer near-misses and babble wake at the same detection.
-WITH = [p for p in os.environ.get("KWS_WITH", str(Path(__file__).with_name("first-head.json"))).split(",") if p]
+# Heads fitted before, averaged in as members, each counting as the
+# networks it averages ("networks" in its file): the second head (the first
+# head, one network of the first recipe, and three on the moved speakers,
+# without the sentences) hears the name at the start of an utterance more
+# often than the networks fitted with the sentences, and with it fewer
+# near-misses and babble wake at the same detection (docs/wake.md). The
+# first head hears the name inside words that begin with it ("agorafobie")
+# less readily than the rest.
+WITH = [p for p in os.environ.get("KWS_WITH", str(Path(__file__).with_name("second-head.json"))).split(",") if p]
 EPOCHS = int(os.environ.get("KWS_EPOCHS", "12"))
 POS_WEIGHT = 0.1  # the positive windows' total weight against the negatives'
 NEG_CARRIERS = 4  # carrier-only negatives per positive
@@ -68,6 +75,12 @@ SPEAKERS = int(os.environ.get("KWS_SPEAKERS", "6"))  # draws of voice, rate and 
 # go: another vocal tract (resampled 0.85-1.15: formants, pitch and tempo
 # together), a room (reverberation) and a microphone (band limits).
 AUGMENT = float(os.environ.get("KWS_AUGMENT", "0.5"))
+# Sentences per espeak-ng variant and language with the name among the
+# words people put around it ("ask Agora about", "dat Agora de"): the
+# carriers above are random words, and the name said mid-sentence was the
+# one the head missed most (docs/wake.md). Each has a twin by the same
+# speaker with another name or a near-miss in its place.
+SENTENCES = int(os.environ.get("KWS_SENTENCES", "8"))
 
 WORDS_EN = """
 the beam wall roof floor crack gutter window door stair railing column steel
@@ -145,6 +158,179 @@ NEAR_NL = [
     "gaat goed",
     "een tora",
     "allegaar",
+]
+
+# The words right before and after the name in a sentence. Not the
+# benchmark's sentences: joints, with random words further out.
+LEAD_EN = [
+    "can you ask",
+    "let me ask",
+    "we should ask",
+    "just ask",
+    "please ask",
+    "go and ask",
+    "I asked",
+    "tell",
+    "I told",
+    "let",
+    "let's get",
+    "have",
+    "I need",
+    "we want",
+    "I'd like",
+    "the engineer wants",
+    "check with",
+    "send it to",
+    "thanks",
+    "okay",
+    "right",
+    "so",
+    "and then",
+    "maybe",
+    "do you think",
+    "what does",
+    "hey",
+    "could",
+    "will",
+    "should",
+    "does",
+    "I think",
+    "the client asked",
+    "remind me to ask",
+    "why not ask",
+]
+TAIL_EN = [
+    "about the",
+    "to check the",
+    "to note that",
+    "to record",
+    "to log",
+    "whether the",
+    "if the",
+    "what the",
+    "how",
+    "where the",
+    "when",
+    "for",
+    "can",
+    "should",
+    "will",
+    "would",
+    "to",
+    "is",
+    "says",
+    "said",
+    "and",
+    "please",
+    "that the",
+    "why",
+    "which",
+    "knows",
+    "thinks",
+    "could",
+    "has",
+    "needs to",
+]
+LEAD_NL = [
+    "vraag",
+    "vraag het",
+    "vraag het aan",
+    "vraag dan",
+    "kun je",
+    "zeg tegen",
+    "laat",
+    "ik wil dat",
+    "we moeten",
+    "dan kan",
+    "zou je",
+    "ik denk dat",
+    "volgens",
+    "wat zegt",
+    "misschien weet",
+    "stuur het naar",
+    "ik vroeg",
+    "wil je",
+    "dus",
+    "oké",
+    "en dan",
+    "als",
+    "de klant wil dat",
+    "even checken bij",
+    "bedankt",
+    "ik heb",
+    "wat vindt",
+    "we laten",
+]
+TAIL_NL = [
+    "over de",
+    "naar de",
+    "of de",
+    "wat de",
+    "hoe",
+    "waar de",
+    "wanneer",
+    "om",
+    "dat de",
+    "de",
+    "het",
+    "een",
+    "even",
+    "nog",
+    "maar",
+    "dit",
+    "kan",
+    "moet",
+    "zegt",
+    "weet",
+    "gaat",
+    "zal",
+    "me",
+    "ons",
+    "vragen",
+    "noteren",
+    "laten",
+    "controleren",
+]
+# In the name's place in a sentence's twin: other names and nouns.
+OTHER_EN = [
+    "Andrew",
+    "Laura",
+    "Gordon",
+    "Nora",
+    "Oscar",
+    "Edward",
+    "Anna",
+    "Martha",
+    "the crew",
+    "the architect",
+    "our agent",
+    "the owner",
+    "the office",
+    "a doctor",
+    "the auditor",
+    "Gary",
+    "Rebecca",
+    "the app",
+]
+OTHER_NL = [
+    "Anton",
+    "Laura",
+    "Gerard",
+    "Nora",
+    "Olga",
+    "Erik",
+    "Anna",
+    "Marta",
+    "de ploeg",
+    "de architect",
+    "de opzichter",
+    "de eigenaar",
+    "het kantoor",
+    "de dokter",
+    "Gerrit",
+    "Rebecca",
+    "de app",
+    "de aannemer",
 ]
 
 
@@ -288,6 +474,94 @@ def phrase(words: list[str], rng: random.Random, lo: int, hi: int) -> str:
     return " ".join(rng.choice(words) for _ in range(rng.randint(lo, hi)))
 
 
+Item = tuple[int, str, str, str, str, int, int, str, str, str]
+
+
+def make(wavs: Path, item: Item, whole: float = WHOLE) -> Clip:
+    """Synthesises one planned clip: (index, kind, lang, voice, split, rate,
+    pitch, words before, the name or its stand-in, words after), spoken in
+    one go with the chance whole."""
+    i, kind, lang, voice, split, r, p, pre, mid, post = item
+    tmp = wavs / f"tmp{i}"
+    local = random.Random(i)
+    nrng = np.random.default_rng(i)
+    gap = lambda: np.zeros(int(local.uniform(0.02, 0.12) * RATE), np.float32)  # noqa: E731
+    parts = [np.zeros(int(local.uniform(0.3, 0.8) * RATE), np.float32)]
+    start = end = -1
+    lead = len(parts[0])
+    if mid and (pre or post) and local.random() < whole:
+        # Spoken in one go, as people do: the name runs into the words
+        # around it. Where it ends is where the same voice saying the
+        # text only up to the name ends.
+        comma = "," if post and local.random() < 0.5 else ""
+        parts.append(synth(" ".join(t for t in (pre, mid + comma, post) if t), voice, r, p, tmp))
+        if kind == "pos":
+            start = lead + (len(synth(pre, voice, r, p, tmp)) if pre else 0)
+            end = lead + len(synth(" ".join(t for t in (pre, mid) if t), voice, r, p, tmp))
+            end = min(end, lead + len(parts[-1]))
+    else:
+        if pre:
+            parts += [synth(pre, voice, r, p, tmp), gap()]
+        if mid:
+            at = sum(len(x) for x in parts)
+            parts.append(synth(mid, voice, r, p, tmp))
+            if kind == "pos":
+                start, end = at, at + len(parts[-1])
+        if post:
+            parts += [gap(), synth(post, voice, r, p, tmp)]
+    parts.append(np.zeros(int(local.uniform(0.6, 1.2) * RATE), np.float32))
+    x = np.concatenate(parts)
+    if local.random() < AUGMENT:
+        x, stretch = speaker(x, local, nrng)
+        start, end = (round(v * stretch) if v >= 0 else v for v in (start, end))
+    x = x * local.uniform(0.3, 1.0)
+    if local.random() < 0.4:
+        x = mix(x, local.uniform(5, 20), local.choice(["white", "pink", "brown", "hum"]), nrng)
+    name = f"{kind}{i:05d}.wav"
+    write_wav(wavs / name, x)
+    return Clip(name, kind, lang, voice, split, start, end, " ".join(t for t in (pre, mid, post) if t))
+
+
+def sentences(wavs: Path, held: set[str], var: list[str]) -> list[Clip]:
+    """The name inside sentence joints (LEAD_*, TAIL_*), spoken in one go,
+    and each sentence's twin with another name or a near-miss in its place;
+    indices from 100000, so the clips of gen's first plan stay as they were."""
+    rng = random.Random(2021)
+    plan: list[Item] = []
+    n = 100000
+    for lang, words, near, lead, tail, other in (
+        ("en", WORDS_EN, NEAR_EN, LEAD_EN, TAIL_EN, OTHER_EN),
+        ("nl", WORDS_NL, NEAR_NL, LEAD_NL, TAIL_NL, OTHER_NL),
+    ):
+        vs = voices(lang)
+        speakers = [
+            (rng.choice(vs) + (f"+{v}" if v else ""), "holdout" if v in held else "train")
+            for v in ["", *var]
+            for _ in range(SENTENCES)
+        ]
+        if lang == "en":
+            speakers += [(f"flite:{f}", "train") for f in FLITE for _ in range(2 * SENTENCES)]
+        for voice, split in speakers:
+            r, p = rng.randint(120, 190), rng.randint(25, 75)
+            shape = rng.random()
+            before = phrase(words, rng, 1, 3) + " " if rng.random() < 0.5 else ""
+            if shape < 0.75:  # mid-sentence
+                pre, post = before + rng.choice(lead), rng.choice(tail) + " " + phrase(words, rng, 1, 4)
+            elif shape < 0.85:  # the name last
+                pre, post = before + rng.choice(lead), ""
+            else:  # first, after a word of address
+                pre = rng.choice(
+                    ["hey", "okay", "so", "right", "well"] if lang == "en" else ["hé", "oké", "zeg", "nou"]
+                )
+                post = rng.choice(tail) + " " + phrase(words, rng, 1, 4)
+            twin = rng.choice(near) if rng.random() < 0.4 else rng.choice(other)
+            plan.append((n, "pos", lang, voice, split, r, p, pre, NAME, post))
+            plan.append((n + 1, "neg", lang, voice, split, r, p, pre, twin, post))
+            n += 2
+    with ThreadPoolExecutor(2) as ex:
+        return list(ex.map(lambda item: make(wavs, item, whole=1.0), plan))
+
+
 def gen(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
     wavs = out / "wav"
@@ -295,7 +569,7 @@ def gen(out: Path) -> None:
     rng = random.Random(21)
     var = variants()
     held = set(var[::4])
-    plan: list[tuple[int, str, str, str, str, int, int, str, str, str]] = []
+    plan: list[Item] = []
     n = 0
     for lang, words, near in (("en", WORDS_EN, NEAR_EN), ("nl", WORDS_NL, NEAR_NL)):
         vs = voices(lang)
@@ -322,49 +596,8 @@ def gen(out: Path) -> None:
                 plan.append((n, "neg", lang, voice, split, r, p, phrase(words, rng, 4, 12), "", ""))
                 n += 1
 
-    def make(item: tuple[int, str, str, str, str, int, int, str, str, str]) -> Clip:
-        i, kind, lang, voice, split, r, p, pre, mid, post = item
-        tmp = wavs / f"tmp{i}"
-        local = random.Random(i)
-        nrng = np.random.default_rng(i)
-        gap = lambda: np.zeros(int(local.uniform(0.02, 0.12) * RATE), np.float32)  # noqa: E731
-        parts = [np.zeros(int(local.uniform(0.3, 0.8) * RATE), np.float32)]
-        start = end = -1
-        lead = len(parts[0])
-        if mid and (pre or post) and local.random() < WHOLE:
-            # Spoken in one go, as people do: the name runs into the words
-            # around it. Where it ends is where the same voice saying the
-            # text only up to the name ends.
-            comma = "," if post and local.random() < 0.5 else ""
-            parts.append(synth(" ".join(t for t in (pre, mid + comma, post) if t), voice, r, p, tmp))
-            if kind == "pos":
-                start = lead + (len(synth(pre, voice, r, p, tmp)) if pre else 0)
-                end = lead + len(synth(" ".join(t for t in (pre, mid) if t), voice, r, p, tmp))
-                end = min(end, lead + len(parts[-1]))
-        else:
-            if pre:
-                parts += [synth(pre, voice, r, p, tmp), gap()]
-            if mid:
-                at = sum(len(x) for x in parts)
-                parts.append(synth(mid, voice, r, p, tmp))
-                if kind == "pos":
-                    start, end = at, at + len(parts[-1])
-            if post:
-                parts += [gap(), synth(post, voice, r, p, tmp)]
-        parts.append(np.zeros(int(local.uniform(0.6, 1.2) * RATE), np.float32))
-        x = np.concatenate(parts)
-        if local.random() < AUGMENT:
-            x, stretch = speaker(x, local, nrng)
-            start, end = (round(v * stretch) if v >= 0 else v for v in (start, end))
-        x = x * local.uniform(0.3, 1.0)
-        if local.random() < 0.4:
-            x = mix(x, local.uniform(5, 20), local.choice(["white", "pink", "brown", "hum"]), nrng)
-        name = f"{kind}{i:05d}.wav"
-        write_wav(wavs / name, x)
-        return Clip(name, kind, lang, voice, split, start, end, " ".join(t for t in (pre, mid, post) if t))
-
     with ThreadPoolExecutor(2) as ex:
-        clips = list(ex.map(make, plan))
+        clips = list(ex.map(lambda item: make(wavs, item), plan))
     # Babble: two or three carrier clips at once, as in a site office.
     brng = np.random.default_rng(11)
     carriers = [c for c in clips if c.kind == "neg" and c.lang != "none"]
@@ -396,6 +629,7 @@ def gen(out: Path) -> None:
         name = f"noise{k:03d}.wav"
         write_wav(wavs / name, x)
         clips.append(Clip(name, "neg", "none", kind, "train" if k % 4 else "holdout"))
+    clips += sentences(wavs, held, var)
     with (out / "clips.tsv").open("w") as f:
         f.write("file\tkind\tlang\tvoice\tsplit\tname_start\tname_end\ttext\n")
         for c in clips:
@@ -500,23 +734,30 @@ class MLP:
                     params[j] -= lr * (m[j] / (1 - 0.9**t)) / (np.sqrt(v[j] / (1 - 0.999**t)) + 1e-8)
             print(f"fit: epoch {ep + 1}/{epochs} loss {loss / len(x):.4f}", file=sys.stderr)
 
+    networks = 1  # how many fitted networks this one averages
+
     @staticmethod
     def load(path: Path) -> MLP:
         """A head file's network (the format fit writes)."""
         out = MLP.__new__(MLP)
-        layers = json.loads(path.read_text())["layers"]
-        out.w = [np.array(lay["w"], np.float32) for lay in layers]
-        out.b = [np.array(lay["b"], np.float32) for lay in layers]
+        head = json.loads(path.read_text())
+        out.w = [np.array(lay["w"], np.float32) for lay in head["layers"]]
+        out.b = [np.array(lay["b"], np.float32) for lay in head["layers"]]
+        out.networks = int(head.get("networks", 1))
         return out
 
     @staticmethod
     def mean(members: list[MLP]) -> MLP:
-        """One network whose logit is the members' mean logit (same depth):
-        their layers side by side, the last one averaging. The daemon runs
-        it as any head."""
+        """One network whose logit is the mean logit of the networks the
+        members average (same depth): their layers side by side, the last
+        one averaging, each member weighing as many networks as it averages.
+        The daemon runs it as any head."""
         if len(members) == 1:
             return members[0]
+        total = sum(m.networks for m in members)
+        share = [m.networks / total for m in members]
         out = MLP.__new__(MLP)
+        out.networks = total
         out.w, out.b = [], []
         last = len(members[0].w) - 1
         for k in range(last + 1):
@@ -530,9 +771,13 @@ class MLP:
                     w[r : r + x.shape[0], c : c + x.shape[1]] = x
                     r, c = r + x.shape[0], c + x.shape[1]
             else:
-                w = np.concatenate(ws, 1) / len(members)
+                w = np.concatenate([x * f for x, f in zip(ws, share, strict=True)], 1)
             out.w.append(w.astype(np.float32))
-            out.b.append((np.concatenate(bs) if k < last else sum(bs) / len(members)).astype(np.float32))
+            out.b.append(
+                (np.concatenate(bs) if k < last else sum(x * f for x, f in zip(bs, share, strict=True))).astype(
+                    np.float32
+                )
+            )
         return out
 
     def scores(self, x: np.ndarray) -> np.ndarray:
@@ -602,7 +847,7 @@ def fit(out: Path, head_path: Path) -> None:
     trained = (
         f"wake/kws/train: {npos} positive and {nneg} negative windows of {len(train)} espeak-ng and flite clips "
         f"(en, nl{'; every 4th variant held out' if holdout else ''}); "
-        f"mean of {len(WITH) + len(MEMBERS)} networks ({sizes}), {EPOCHS} epochs; "
+        f"mean of {mlp.networks} networks ({sizes}), {EPOCHS} epochs; "
         f"threshold {threshold:.3f}; " + "; ".join(report)
     )
     head = {
@@ -612,6 +857,7 @@ def fit(out: Path, head_path: Path) -> None:
         "features": FEATURES,
         "layers": layers,
         "threshold": round(threshold, 4),
+        "networks": mlp.networks,
         "trained": trained,
     }
     head_path.write_text(json.dumps(head, separators=(",", ":")) + "\n")

@@ -18,7 +18,8 @@ import (
 // or a transcription longer than wake.Budget, leaves the verdict to
 // whisper's first text. Where that text is empty (whisper's guard dropped
 // what it wrote) and the spotter is sure of the name, everything after the
-// name is heard again: it is the question.
+// name is heard again: it is the question; when that too gives nothing,
+// once more from a later cut (wake.AgainFrom).
 func (sp *speech) hearTail(ctx context.Context, j job, res transcribe.Result, s *wake.Spot) *wake.Spot {
 	if s == nil {
 		return nil
@@ -31,6 +32,12 @@ func (sp *speech) hearTail(ctx context.Context, j job, res transcribe.Result, s 
 	tctx, cancel := context.WithTimeout(ctx, wake.Budget(res.Text))
 	defer cancel()
 	tr, err := sp.whisper.Transcribe(tctx, wake.TailAudio(j.samples, audio.SampleRate, from))
+	if again, ok := wake.AgainFrom(res.Text, *s, from, tr.Text); ok && err == nil {
+		// Within the same budget; on a failure the empty first hearing stands.
+		if tr2, err2 := sp.whisper.Transcribe(tctx, wake.TailAudio(j.samples, audio.SampleRate, again)); err2 == nil {
+			tr, from = tr2, again
+		}
+	}
 	if err != nil {
 		sp.log.Warn("the words after the name were not transcribed again; whisper's first text decides", "audio_id", j.audioID, "err", err)
 		return s

@@ -13,16 +13,22 @@ import (
 	"github.com/agora/agorad/wake"
 )
 
-// tailWhisper is a Transcriber that answers a fixed text and records the
-// audio it was given.
+// tailWhisper is a Transcriber that answers a fixed text (or, with texts,
+// one after another) and records the audio it was given.
 type tailWhisper struct {
 	text  string
+	texts []string
 	err   error
 	calls [][]float32
 }
 
 func (w *tailWhisper) Transcribe(_ context.Context, samples []float32) (transcribe.Result, error) {
 	w.calls = append(w.calls, samples)
+	if len(w.texts) > 0 {
+		text := w.texts[0]
+		w.texts = w.texts[1:]
+		return transcribe.Result{Text: text}, w.err
+	}
 	return transcribe.Result{Text: w.text}, w.err
 }
 
@@ -55,6 +61,10 @@ func TestHearTail(t *testing.T) {
 		{"no spotter, no tail", reason, nil, &tailWhisper{text: "Listen."}, 0, "", 0},
 		{"spotter unsure", reason, &wake.Spot{Score: 0.3, End: ms(950)}, &tailWhisper{text: "Listen."}, 0, "", 0},
 		{"whisper fails: the first text decides", reason, sure, &tailWhisper{err: errors.New("boom")}, 1, "", 700 * audio.SampleRate / 1000},
+		{"no text: the question heard again", transcribe.Result{}, sure, &tailWhisper{text: "Is this beam safe?"}, 1, "Is this beam safe?", 700 * audio.SampleRate / 1000},
+		{"no text, nothing heard again: once more from the spotter's end", transcribe.Result{}, sure, &tailWhisper{texts: []string{"", "Is this beam safe?"}}, 2, "Is this beam safe?", 700 * audio.SampleRate / 1000},
+		{"no text, nothing heard twice: the name alone", transcribe.Result{}, sure, &tailWhisper{texts: []string{"", ""}}, 2, "", 700 * audio.SampleRate / 1000},
+		{"a short tail heard as nothing is not heard again", reason, sure, &tailWhisper{texts: []string{""}}, 1, "", 700 * audio.SampleRate / 1000},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -68,6 +78,12 @@ func TestHearTail(t *testing.T) {
 			lead := int(wake.TailLead * audio.SampleRate / time.Second)
 			if tt.calls > 0 && len(tt.whisper.calls[0]) != lead+len(samples)-tt.tailFrom {
 				t.Errorf("tail of %d samples, want %d of silence and the %d from sample %d", len(tt.whisper.calls[0]), lead, len(samples)-tt.tailFrom, tt.tailFrom)
+			}
+			if tt.calls > 1 {
+				again := int(tt.spot.End * audio.SampleRate / time.Second)
+				if len(tt.whisper.calls[1]) != lead+len(samples)-again {
+					t.Errorf("second hearing of %d samples, want %d of silence and the %d from the spotter's end", len(tt.whisper.calls[1]), lead, len(samples)-again)
+				}
 			}
 			if tt.spot == nil {
 				if got != nil {
