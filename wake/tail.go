@@ -1,6 +1,7 @@
 package wake
 
 import (
+	"context"
 	"strings"
 	"time"
 )
@@ -66,6 +67,27 @@ func AgainFrom(text string, s Spot, from time.Duration, tail string) (time.Durat
 		return 0, false
 	}
 	return s.End, true
+}
+
+// HearTail transcribes the audio after a spotted name again with hear
+// (TailAudio from from, at rate samples a second, within Budget(text)) and,
+// where AgainFrom says so, once more from the later cut. It returns the
+// text heard and the cut it came from. An error of the first hearing is
+// returned (whisper's first text then decides); a failed second hearing
+// leaves the empty first.
+func HearTail(ctx context.Context, hear func(context.Context, []float32) (string, error), samples []float32, rate int, text string, s Spot, from time.Duration) (string, time.Duration, error) {
+	ctx, cancel := context.WithTimeout(ctx, Budget(text))
+	defer cancel()
+	tail, err := hear(ctx, TailAudio(samples, rate, from))
+	if err != nil {
+		return "", from, err
+	}
+	if again, ok := AgainFrom(text, s, from, tail); ok {
+		if t, err := hear(ctx, TailAudio(samples, rate, again)); err == nil {
+			return t, again, nil
+		}
+	}
+	return tail, from, nil
 }
 
 // TailBudget is the longest a tail's transcription may take; then it is

@@ -52,24 +52,17 @@ func (j wakeJudge) match(ctx context.Context, samples []float32, res transcribe.
 	s := wake.Spot{Score: h.Score, End: h.End, Heard: h.Heard}
 	if from, ok := j.rules.TailFrom(res.Text, res.Words, s); ok && j.tail != nil {
 		start := time.Now()
-		tctx, cancel := context.WithTimeout(ctx, wake.Budget(res.Text))
-		tr, err := j.tail.Transcribe(tctx, wake.TailAudio(samples, audio.SampleRate, from))
-		if again, ok := wake.AgainFrom(res.Text, s, from, tr.Text); ok && err == nil {
-			if tr2, err2 := j.tail.Transcribe(tctx, wake.TailAudio(samples, audio.SampleRate, again)); err2 == nil {
-				tr, from = tr2, again
-			}
-		}
-		cancel()
+		tail, from, err := wake.HearTail(ctx, func(ctx context.Context, samples []float32) (string, error) {
+			tr, err := j.tail.Transcribe(ctx, samples)
+			return tr.Text, err
+		}, samples, audio.SampleRate, res.Text, s, from)
 		if err != nil && ctx.Err() != nil {
 			return judged{}, fmt.Errorf("transcribe the %s after the name again: %w", time.Duration(len(samples))*time.Second/audio.SampleRate-from, err)
 		}
 		// As in the daemon, a tail that failed or took too long leaves the
-		// verdict to whisper's first text.
-		if err != nil {
-			tr = transcribe.Result{}
-		}
-		out.tail = &tailHeard{from: from, text: tr.Text, took: time.Since(start), err: err}
-		s.Tail = tr.Text
+		// verdict to whisper's first text (HearTail returns none then).
+		out.tail = &tailHeard{from: from, text: tail, took: time.Since(start), err: err}
+		s.Tail = tail
 	}
 	out.m = j.rules.MatchSpot(res.Text, res.Words, s)
 	return out, nil

@@ -19,7 +19,7 @@ import (
 // whisper's first text. Where that text is empty (whisper's guard dropped
 // what it wrote) and the spotter is sure of the name, everything after the
 // name is heard again: it is the question; when that too gives nothing,
-// once more from a later cut (wake.AgainFrom).
+// once more from a later cut (wake.HearTail, wake.AgainFrom).
 func (sp *speech) hearTail(ctx context.Context, j job, res transcribe.Result, s *wake.Spot) *wake.Spot {
 	if s == nil {
 		return nil
@@ -29,22 +29,19 @@ func (sp *speech) hearTail(ctx context.Context, j job, res transcribe.Result, s 
 		return s
 	}
 	start := time.Now()
-	tctx, cancel := context.WithTimeout(ctx, wake.Budget(res.Text))
-	defer cancel()
-	tr, err := sp.whisper.Transcribe(tctx, wake.TailAudio(j.samples, audio.SampleRate, from))
-	if again, ok := wake.AgainFrom(res.Text, *s, from, tr.Text); ok && err == nil {
-		// Within the same budget; on a failure the empty first hearing stands.
-		if tr2, err2 := sp.whisper.Transcribe(tctx, wake.TailAudio(j.samples, audio.SampleRate, again)); err2 == nil {
-			tr, from = tr2, again
-		}
-	}
+	var rejected string // of the last hearing, for the log
+	tail, from, err := wake.HearTail(ctx, func(ctx context.Context, samples []float32) (string, error) {
+		tr, err := sp.whisper.Transcribe(ctx, samples)
+		rejected = tr.Rejected
+		return tr.Text, err
+	}, j.samples, audio.SampleRate, res.Text, *s, from)
 	if err != nil {
 		sp.log.Warn("the words after the name were not transcribed again; whisper's first text decides", "audio_id", j.audioID, "err", err)
 		return s
 	}
-	sp.log.Debug("words after the name transcribed again", "audio_id", j.audioID, "tail", tr.Text, "rejected", tr.Rejected,
+	sp.log.Debug("words after the name transcribed again", "audio_id", j.audioID, "tail", tail, "rejected", rejected,
 		"from", from, "took", time.Since(start).Round(time.Millisecond))
 	heard := *s
-	heard.Tail = tr.Text
+	heard.Tail = tail
 	return &heard
 }
