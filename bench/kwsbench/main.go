@@ -9,7 +9,7 @@
 // engines the head never trained on (corpus.py --engines) are a column of
 // their own.
 //
-//	go run ./bench/kwsbench -corpus bench/out/wake/corpus [-kws models/kws] [-head FILE]
+//	go run ./bench/kwsbench -corpus bench/out/wake/corpus [-kws models/kws] [-head FILE] [-late builtin|FILE|off]
 package main
 
 import (
@@ -30,8 +30,9 @@ import (
 
 type row struct {
 	file, set, lang, position, kind string
-	engine                          string // espeak, or the other engine that spoke it (flite:awb: flite)
-	scores                          []float64
+	engine                          string    // espeak, or the other engine that spoke it (flite:awb: flite)
+	scores                          []float64 // the verdict (with -late: both heads')
+	head, late                      []float64 // with -late: each head's part (kws.Spotter.Parts)
 	ends                            []int
 	seconds                         float64
 }
@@ -41,7 +42,8 @@ func main() {
 	dir := flag.String("kws", "models/kws", "the spotter's front end")
 	refractory := flag.Duration("refractory", 1500*time.Millisecond, "one trigger per this much audio")
 	headFile := flag.String("head", "", "a head file to measure instead of the built-in one")
-	dump := flag.String("dump", "", "also write each file's windows scoring 0.5 or more here (file, end in s, score): which files to run whisper on (bench/wakefuse)")
+	lateFile := flag.String("late", "builtin", "the late head (kws.Spotter.SetLate): builtin, a head file, or off (the head alone); with one, the verdict is both heads' (kws.Verdict), and tables of the head alone and of each head over a threshold follow")
+	dump := flag.String("dump", "", "also write each file's windows scoring 0.5 or more here (file, end in s, score; with -late also the head's and the late head's part, and windows where the head alone scores 0.5): which files to run whisper on (bench/wakefuse)")
 	flag.Parse()
 	head, err := kws.DefaultHead()
 	if *headFile != "" {
@@ -58,6 +60,18 @@ func main() {
 		fail(err)
 	}
 	defer s.Close()
+	if *lateFile != "off" {
+		late, err := kws.DefaultLate()
+		if *lateFile != "builtin" {
+			late, err = kws.LoadHead(*lateFile)
+		}
+		if err == nil {
+			err = s.SetLate(late)
+		}
+		if err != nil {
+			fail(err)
+		}
+	}
 	rows, err := readCorpus(filepath.Join(*corpus, "corpus.tsv"))
 	if err != nil {
 		fail(err)
@@ -72,8 +86,15 @@ func main() {
 		}
 		r.seconds = float64(len(samples)) / audio.SampleRate
 		audioSec += r.seconds
-		if r.scores, r.ends, err = s.Scores(samples); err != nil {
+		if r.head, r.late, r.ends, err = s.Parts(samples); err != nil {
 			fail(fmt.Errorf("%s: %w", r.file, err))
+		}
+		r.scores = r.head
+		if r.late != nil {
+			r.scores = make([]float64, len(r.head))
+			for i := range r.head {
+				r.scores[i] = kws.Verdict(r.head[i], r.late[i])
+			}
 		}
 	}
 	took := time.Since(start)
@@ -82,14 +103,45 @@ func main() {
 			fail(err)
 		}
 	}
-	fmt.Printf("# kwsbench: %d files, %.2f h of audio scored in %s (%.1f%% of real time, one thread); head threshold %.2f; %s\n\n",
-		len(rows), audioSec/3600, took.Round(time.Second), 100*took.Seconds()/audioSec, head.Threshold, head.Trained)
-	thresholds := []float64{0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99, 0.995, 0.999}
-	if !slices.Contains(thresholds, head.Threshold) {
-		thresholds = append(thresholds, head.Threshold)
-		sort.Float64s(thresholds)
+	fmt.Printf("# kwsbench: %d files, %.2f h of audio scored in %s (%.1f%% of real time, one thread); threshold %.3g (the head's %.3g); %s\n\n",
+		len(rows), audioSec/3600, took.Round(time.Second), 100*took.Seconds()/audioSec, s.Threshold(), head.Threshold, head.Trained)
+	thresholds := []float64{0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99, 0.995, 0.997, 0.999}
+	for _, th := range []float64{s.Threshold(), head.Threshold} {
+		if !slices.Contains(thresholds, th) {
+			thresholds = append(thresholds, th)
+		}
 	}
+	sort.Float64s(thresholds)
 	refr := int(refractory.Seconds() * audio.SampleRate)
+	verdict := func(r row) []float64 { return r.scores }
+	if *lateFile == "off" {
+		table(rows, thresholds, s.Threshold(), "the spotter's", refr, verdict)
+		return
+	}
+	fmt.Println("The verdict: the head's logit weighing twice the late head's after it (kws.Verdict).")
+	fmt.Println()
+	table(rows, thresholds, s.Threshold(), "the spotter's", refr, verdict)
+	fmt.Println()
+	fmt.Println("The head alone.")
+	fmt.Println()
+	table(rows, thresholds, head.Threshold, "the head's", refr, func(r row) []float64 { return r.head })
+	for _, lt := range []float64{0.5, 0.8, 0.9, 0.95, 0.98, 0.99} {
+		fmt.Printf("\nThe head over the threshold in the first column and the late head after it over %g.\n\n", lt)
+		table(rows, []float64{0.95, 0.98, 0.985, 0.99, 0.992, 0.995}, head.Threshold, "the head's", refr, func(r row) []float64 {
+			v := make([]float64, len(r.head))
+			for i := range v {
+				if r.late[i] >= lt {
+					v[i] = r.head[i]
+				}
+			}
+			return v
+		})
+	}
+}
+
+// table prints detection and false wakes at each threshold over the
+// scores score gives each row.
+func table(rows []row, thresholds []float64, marked float64, markLabel string, refr int, score func(row) []float64) {
 	var engines []string // other engines, in the corpus's order
 	for _, r := range rows {
 		if r.engine != "espeak" && !slices.Contains(engines, r.engine) {
@@ -107,7 +159,7 @@ func main() {
 		var falseN, clipN, clips, nearN, nearOther int
 		var negSec float64
 		for _, r := range rows {
-			n := triggers(r, th, refr)
+			n := triggers(score(r), r.ends, th, refr)
 			if r.set == "pos" {
 				key := r.lang + " " + r.position
 				switch {
@@ -149,8 +201,8 @@ func main() {
 			return fmt.Sprintf("%.0f %% (%d/%d)", 100*float64(c[0])/float64(max(c[1], 1)), c[0], c[1])
 		}
 		mark := ""
-		if th == head.Threshold {
-			mark = " (head's)"
+		if th == marked {
+			mark = " (" + markLabel + ")"
 		}
 		fmt.Printf("| %g%s | %s | %s | %s | %s | %s | %s | %s |", th, mark,
 			cell("en start"), cell("en mid"), cell("en listen"), cell("nl start"), cell("nl mid"), cell("nl listen"), cell("noisy"))
@@ -167,8 +219,12 @@ func dumpWindows(path string, rows []row, th float64) error {
 	var b strings.Builder
 	for _, r := range rows {
 		for i, sc := range r.scores {
-			if sc >= th {
-				fmt.Fprintf(&b, "%s\t%.2f\t%.5f\n", r.file, float64(r.ends[i])/audio.SampleRate, sc)
+			if sc >= th || (r.late != nil && r.head[i] >= th) {
+				fmt.Fprintf(&b, "%s\t%.2f\t%.5f", r.file, float64(r.ends[i])/audio.SampleRate, sc)
+				if r.late != nil { // and the two heads' parts
+					fmt.Fprintf(&b, "\t%.5f\t%.5f", r.head[i], r.late[i])
+				}
+				b.WriteByte('\n')
 			}
 		}
 	}
@@ -177,12 +233,12 @@ func dumpWindows(path string, rows []row, th float64) error {
 
 // triggers counts the windows at or over th, at most one per refractory
 // samples.
-func triggers(r row, th float64, refractory int) int {
+func triggers(scores []float64, ends []int, th float64, refractory int) int {
 	n, last := 0, -1<<31
-	for i, sc := range r.scores {
-		if sc >= th && r.ends[i]-last >= refractory {
+	for i, sc := range scores {
+		if sc >= th && ends[i]-last >= refractory {
 			n++
-			last = r.ends[i]
+			last = ends[i]
 		}
 	}
 	return n

@@ -6,7 +6,7 @@
 #
 #   bash bench/wakefuse/grid.sh CORPUS LANGS RUN.jsonl...
 #
-#   SURE  "0.985 0.99"       the spotter's own threshold
+#   SURE  "0.992 0.995"      the spotter's own threshold (its verdict's)
 #   FUSE  "0 0.5 0.7 0.9"    the band's floor (0: off, the spotter alone)
 #   LIKE  "0.6 0.7"          wake.fuse_like
 #   TAIL  "true"             "true false": also each setting without the tails
@@ -20,7 +20,7 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 corpus=$1 langs=$2
 shift 2
-SURE=${SURE:-0.985 0.99}
+SURE=${SURE:-0.992 0.995}
 FUSE=${FUSE:-0 0.5 0.7 0.9}
 LIKE=${LIKE:-0.6 0.7}
 TAIL=${TAIL:-true}

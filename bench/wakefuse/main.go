@@ -56,7 +56,7 @@ type wakeJSON struct {
 }
 
 func main() {
-	sure := flag.Float64("sure", 0.985, "spotter threshold: the name counts on the audio alone from this score (the built-in head's)")
+	sure := flag.Float64("sure", 0.995, "spotter threshold: the name counts on the audio alone from this score (the built-in verdict's)")
 	fuse := flag.Float64("fuse", wake.DefaultFuse, "fuse band floor (wake.fuse; 0: off)")
 	like := flag.Float64("like", wake.DefaultFuseLike, "wake.fuse_like")
 	tail := flag.Bool("tail", true, "the tails the run transcribed again count")

@@ -99,6 +99,9 @@ type spotJSON struct {
 	EndMS int64   `json:"end_ms"` // from the utterance's start (padding included)
 	Heard bool    `json:"heard"`
 	MS    int64   `json:"ms"` // time the spotter took on this utterance
+	// With the late head, the parts of Score (kws.Hit.Head, Late).
+	Head float64 `json:"head,omitempty"`
+	Late float64 `json:"late,omitempty"`
 	// The audio after the name transcribed again (wake.Rules.TailFrom),
 	// when it was: from where, what whisper wrote, and the time it took.
 	TailFromMS *int64 `json:"tail_from_ms,omitempty"`
@@ -323,7 +326,8 @@ func transcribeSource(ctx context.Context, file string, src audio.Source, det pr
 		}
 		out.Wake = wakeOf(j.m)
 		if hit := j.hit; hit != nil {
-			out.Spot = &spotJSON{Score: math.Round(hit.Score*1e5) / 1e5, EndMS: hit.End.Milliseconds(), Heard: hit.Heard, MS: spotMS}
+			out.Spot = &spotJSON{Score: math.Round(hit.Score*1e5) / 1e5, EndMS: hit.End.Milliseconds(), Heard: hit.Heard, MS: spotMS,
+				Head: math.Round(hit.Head*1e5) / 1e5, Late: math.Round(hit.Late*1e5) / 1e5}
 			if t := j.tail; t != nil {
 				from := t.from.Milliseconds()
 				out.Spot.TailFromMS, out.Spot.Tail, out.Spot.TailMS = &from, t.text, t.took.Milliseconds()

@@ -68,16 +68,12 @@ func (j wakeJudge) match(ctx context.Context, samples []float32, res transcribe.
 	return out, nil
 }
 
-// openSpotter opens the keyword spotter with the built-in head: its front
+// openSpotter opens the keyword spotter with the built-in heads: its front
 // end from dir (a directory holding kws/ or the files themselves), or found
 // in the model places when dir is empty.
 func openSpotter(dir string, threshold float64) (*kws.Spotter, error) {
 	if dir == "" {
 		return kws.OpenDefault(threshold, model.Dirs()...)
 	}
-	head, err := kws.DefaultHead()
-	if err != nil {
-		return nil, err
-	}
-	return kws.Open(dir, head, threshold)
+	return kws.OpenWith(dir, threshold)
 }

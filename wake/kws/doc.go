@@ -9,8 +9,9 @@
 // make models into models/kws). The library is loaded at run time, so a
 // build or a device without it still runs. On top sits a small dense
 // network trained here on synthetic speech, espeak-ng and flite voices
-// (wake/kws/train; the built-in head is agora.json; docs/wake.md has what
-// it hears and misses).
+// (wake/kws/train; the built-in head is agora.json, the late head that
+// hears what follows the name late.json; docs/wake.md has what they hear
+// and miss).
 //
 // Invariants:
 //   - The embeddings are those of pyopen-wakeword's Python front end for
@@ -19,6 +20,14 @@
 //     depends on the utterance alone, not on what was heard before.
 //   - A Hit's End is where its best window ends, from the utterance's
 //     start: the name ended at most a quarter second before it.
+//   - With a late head (SetLate; OpenDefault sets the built-in one), a
+//     window's score is the verdict (Verdict): the head's probability and
+//     the late head's best over the windows that end up to After[1]
+//     later, which hold the words after the name. The late head is asked
+//     only after windows the head scores 0.5 or more and never wakes the
+//     device alone; the Hit keeps both parts. It adds no latency: the
+//     utterance is whole when it is scored, and silence is added after
+//     it for the late windows as for the head's.
 //   - A Spotter is safe for concurrent use; calls take turns on one
 //     interpreter per model, one thread each, on XNNPACK where the library
 //     has it (the pinned one does; Spotter.Kernels says which), else on

@@ -22,6 +22,9 @@ type Head struct {
 	Layers    []layer `json:"layers"`
 	Threshold float64 `json:"threshold"`
 	Trained   string  `json:"trained"`
+	// After is, for a late head (Spotter.SetLate), how long after the
+	// name's end, in seconds, the windows it was trained to answer on end.
+	After []float64 `json:"after,omitempty"`
 }
 
 type layer struct {

@@ -115,6 +115,16 @@ func TestDefaultHead(t *testing.T) {
 	if h.Name != "agora" || h.Trained == "" {
 		t.Errorf("built-in head: name %q, trained %q", h.Name, h.Trained)
 	}
+	late, err := DefaultLate()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if late.Name != "agora" || late.Trained == "" || late.Windows != h.Windows {
+		t.Errorf("built-in late head: name %q, %d windows (the head %d), trained %q", late.Name, late.Windows, h.Windows, late.Trained)
+	}
+	if err := (&Spotter{head: h}).SetLate(late); err != nil {
+		t.Errorf("the built-in heads do not go together: %v", err)
+	}
 }
 
 // BenchmarkDefaultHead is the built-in head on one window (1.28 s of

@@ -22,9 +22,12 @@ const tailPad = 4 * chunk // 320 ms: the head answers up to that long after the 
 
 // Hit is where in an utterance the name was heard best.
 type Hit struct {
-	Score float64       // the head's probability at its best window
+	Score float64       // the verdict at its best window: the head's probability, or both heads' (Verdict)
 	End   time.Duration // where that window ends, from the utterance's start
 	Heard bool          // Score reached the threshold
+	// With a late head (SetLate), the two parts of Score: the head's
+	// probability on the window and the late head's best after it.
+	Head, Late float64
 }
 
 // Spotter scores utterances. Safe for concurrent use (calls take turns).
@@ -32,7 +35,9 @@ type Spotter struct {
 	mu        sync.Mutex
 	fe        *frontEnd
 	head      *Head
+	late      *Head // nil: the head's score alone is the verdict
 	threshold float64
+	own       bool // threshold is the head's own (Open's 0): SetLate takes the late head's
 }
 
 // Open loads the front end from dir and uses head; threshold 0 means the
@@ -51,10 +56,11 @@ func open(dir string, head *Head, threshold float64, xnn bool) (*Spotter, error)
 	if err != nil {
 		return nil, err
 	}
-	if threshold == 0 {
+	own := threshold == 0
+	if own {
 		threshold = head.Threshold
 	}
-	return &Spotter{fe: fe, head: head, threshold: threshold}, nil
+	return &Spotter{fe: fe, head: head, threshold: threshold, own: own}, nil
 }
 
 // Threshold is the score from which a window counts as the name.
@@ -74,48 +80,123 @@ func (s *Spotter) Kernels() string {
 // Spot scores every window of the utterance (16 kHz mono, [-1, 1]) and
 // returns the best.
 func (s *Spotter) Spot(samples []float32) (Hit, error) {
-	scores, ends, err := s.Scores(samples)
+	head, late, ends, err := s.Parts(samples)
 	if err != nil {
 		return Hit{}, err
 	}
 	var best Hit
-	for i, sc := range scores {
-		if sc > best.Score {
+	for i, sc := range head {
+		h := Hit{Score: sc}
+		if late != nil {
+			h = Hit{Score: Verdict(sc, late[i]), Head: sc, Late: late[i]}
+		}
+		if h.Score > best.Score {
 			end := min(max(ends[i], 0), len(samples)) // never past the utterance
-			best = Hit{Score: sc, End: time.Duration(end) * time.Second / sampleRate}
+			h.End = time.Duration(end) * time.Second / sampleRate
+			best = h
 		}
 	}
 	best.Heard = best.Score >= s.threshold
 	return best, nil
 }
 
-// Scores returns the head's score for each window that reaches into the
-// utterance, with the sample where each window ends.
+// Scores returns the verdict for each window that reaches into the
+// utterance, with the sample where each window ends: the head's score, or
+// with a late head (SetLate) the two heads' together (Verdict).
 func (s *Spotter) Scores(samples []float32) (scores []float64, ends []int, err error) {
+	scores, late, ends, err := s.Parts(samples)
+	if err != nil || late == nil {
+		return scores, ends, err
+	}
+	for i := range scores {
+		scores[i] = Verdict(scores[i], late[i])
+	}
+	return scores, ends, nil
+}
+
+// Parts returns, for each window that reaches into the utterance, the
+// head's score and the late head's best score over the windows that end
+// from there to its After[1] later (nil without a late head; the head's
+// own score where that is under lateFrom), and the sample where each
+// window ends.
+func (s *Spotter) Parts(samples []float32) (scores, late []float64, ends []int, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fe == nil {
-		return nil, nil, fmt.Errorf("keyword spotter closed")
+		return nil, nil, nil, fmt.Errorf("keyword spotter closed")
 	}
 	// The VAD may cut an utterance right after the name ("Agora," then a
 	// pause): the windows that end after it, where the head answers, come
 	// from silence added here, as the training clips have it.
-	padded := make([]float32, len(samples)+tailPad)
-	copy(padded, samples)
-	embs, first, err := s.fe.embeddings(padded)
+	embs, first, err := s.embeddings(samples, tailPad)
 	if err != nil {
-		return nil, nil, fmt.Errorf("spot the name: %w", err)
+		return nil, nil, nil, err
 	}
 	w := s.head.Windows
 	x := make([]float32, w*embFeatures)
-	for last := max(first, w-1); last < len(embs); last++ {
+	window := func(last int) []float32 {
 		for i, e := range embs[last-w+1 : last+1] {
 			copy(x[i*embFeatures:], e)
 		}
-		scores = append(scores, s.head.score(x))
-		ends = append(ends, s.fe.embeddingEnd(last))
+		return x
 	}
-	return scores, ends, nil
+	var lasts []int
+	for last := max(first, w-1); last < len(embs); last++ {
+		scores = append(scores, s.head.score(window(last)))
+		ends = append(ends, s.fe.embeddingEnd(last))
+		lasts = append(lasts, last)
+	}
+	if s.late == nil {
+		return scores, nil, ends, nil
+	}
+	// The late head runs only after windows the head scores lateFrom or
+	// more; elsewhere it counts as agreeing, so the verdict is the head's
+	// score (under any threshold or fuse band). It answers later than the
+	// head: where it must look past the silence added, the embeddings are
+	// made again with more (the same ones up to there, and more after),
+	// only for an utterance that needs it, most of all one that ends with
+	// the name.
+	span := int(s.late.After[1] * sampleRate)
+	need := 0
+	for i, sc := range scores {
+		if sc >= lateFrom {
+			need = max(need, ends[i]+span)
+		}
+	}
+	if len(embs) > 0 && need > s.fe.embeddingEnd(len(embs)-1) {
+		if embs, _, err = s.embeddings(samples, tailPad+span); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	late = make([]float64, len(scores))
+	lateAt := map[int]float64{}
+	for i, sc := range scores {
+		if sc < lateFrom {
+			late[i] = sc
+			continue
+		}
+		for last := lasts[i]; last < len(embs) && s.fe.embeddingEnd(last) <= ends[i]+span; last++ {
+			v, ok := lateAt[last]
+			if !ok {
+				v = s.late.score(window(last))
+				lateAt[last] = v
+			}
+			late[i] = max(late[i], v)
+		}
+	}
+	return scores, late, ends, nil
+}
+
+// embeddings is the front end's embeddings of samples with pad samples of
+// silence after them.
+func (s *Spotter) embeddings(samples []float32, pad int) ([][]float32, int, error) {
+	padded := make([]float32, len(samples)+pad)
+	copy(padded, samples)
+	embs, first, err := s.fe.embeddings(padded)
+	if err != nil {
+		return nil, 0, fmt.Errorf("spot the name: %w", err)
+	}
+	return embs, first, nil
 }
 
 // Close frees the models.

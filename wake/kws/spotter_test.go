@@ -2,8 +2,10 @@ package kws
 
 import (
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -52,15 +54,16 @@ func TestOpenBadFrontEnd(t *testing.T) {
 	}
 }
 
-// TestSpotterHearsTheName: the built-in head on the real front end hears
+// TestSpotterHearsTheName: the built-in heads on the real front end hear
 // "Agora" in sentences it was not trained on, at the start and in the
 // middle, and places its end; sentences without the name and near-misses
 // stay under the threshold. (The voices are espeak-ng's, which it trained
 // on; bench/kwsbench measures other engines' voices. Names inside longer
 // words, "agorafobie", are the wake rules' to reject: the spotter hears
 // the name in them.) The floor is one under the measured detection at the
-// head's threshold: 8 of 8 with the third head (the second: 7, missing
-// "Kun je Agora even vragen ..." at 0.974; docs/wake.md has the gap).
+// verdict's threshold: 8 of 8 with the third head and the late head (the
+// second head alone: 7, missing "Kun je Agora even vragen ..." at 0.974;
+// docs/wake.md has the gap).
 func TestSpotterHearsTheName(t *testing.T) {
 	const minHeard = 7
 	dir := testaudio.SpotterDir(t)
@@ -159,5 +162,61 @@ func BenchmarkSpot(b *testing.B) {
 			}
 			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N)/secs, "ms/s")
 		})
+	}
+}
+
+// TestLateVerdictReal: the built-in late head on the real front end. The
+// embeddings made again with more silence after the utterance (Parts, for
+// a name near its end) are the same as the first ones up to where those
+// end, so the head's scores do not depend on whether the late head looked
+// further; the name said last is confirmed from that silence, and the
+// verdict of a sentence with the name wakes where the same sentence with
+// another name does not.
+func TestLateVerdictReal(t *testing.T) {
+	dir := testaudio.SpotterDir(t)
+	s, err := OpenDefault(0, filepath.Dir(dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	last := testaudio.Concat(testaudio.Silence(600), testaudio.SpeakArgs(t, "I think we should ask Agora", "-v", "en-us", "-s", "150"))
+	short, _, err := s.embeddings(last, tailPad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	long, _, err := s.embeddings(last, tailPad+int(s.late.After[1]*sampleRate))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(long) <= len(short) {
+		t.Fatalf("%d embeddings with more silence after, %d without", len(long), len(short))
+	}
+	for i := range short {
+		if !slices.Equal(short[i], long[i]) {
+			t.Fatalf("embedding %d of %d differs with more silence after the utterance", i, len(short))
+		}
+	}
+	tests := []struct {
+		text  string
+		heard bool
+	}{
+		{"I think we should ask Agora", true},
+		{"I think we should ask Agora about the insulation.", true},
+		{"I think we should ask Laura about the insulation.", false},
+	}
+	for _, tt := range tests {
+		speech := testaudio.Concat(testaudio.Silence(600), testaudio.SpeakArgs(t, tt.text, "-v", "en-us", "-s", "150"), testaudio.Silence(300))
+		hit, err := s.Spot(speech)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("heard %-5v verdict %.6f (head %.6f, late %.6f) at %s: %s", hit.Heard, hit.Score, hit.Head, hit.Late, hit.End, tt.text)
+		if hit.Heard != tt.heard {
+			t.Errorf("%q: heard %v (verdict %.4f: head %.4f, late %.4f; threshold %.3f), want %v",
+				tt.text, hit.Heard, hit.Score, hit.Head, hit.Late, s.Threshold(), tt.heard)
+		}
+		if hit.Heard && math.Abs(hit.Score-Verdict(hit.Head, hit.Late)) > 1e-12 {
+			t.Errorf("%q: score %v is not the verdict of its parts %v, %v", tt.text, hit.Score, hit.Head, hit.Late)
+		}
 	}
 }

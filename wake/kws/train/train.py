@@ -45,14 +45,19 @@ NAME = "Agora"
 # A window is positive when it ends this soon after the name's end (the
 # spotter's Hit.End is then at most this late), negative when it ends before
 # the name is half said or well after it.
-POS_AFTER = (0, int(0.32 * RATE))
-NEG_AFTER = int(0.9 * RATE)
+# KWS_AFTER ("0.32:0.64") trains the late head instead (docs/wake.md "The
+# late verdict"): positive where the window ends that long after the name,
+# so it holds the words that follow it ("agora|fobie" is not the name);
+# negative before half the name or as long after the positives as above.
+_AFTER = [float(v) for v in os.environ.get("KWS_AFTER", "0:0.32").split(":")]
+POS_AFTER = (int(_AFTER[0] * RATE), int(_AFTER[1] * RATE))
+NEG_AFTER = int(0.9 * RATE) + POS_AFTER[0]
 # The head is the mean logit of a few small networks (hidden units, seed):
 # members that err on different windows; averaged, they let fewer ordinary
 # sentences past than one network at the same detection (docs/wake.md).
 MEMBERS = [
     (int(h), int(s))
-    for h, s in (m.split(":") for m in os.environ.get("KWS_MEMBERS", "32:21,64:21,64:22,64:23").split(","))
+    for h, s in (m.split(":") for m in os.environ.get("KWS_MEMBERS", "32:21,64:21,64:22,64:23").split(",") if m)
 ]
 # Heads fitted before, averaged in as members, each counting as the
 # networks it averages ("networks" in its file): the second head (the first
@@ -844,8 +849,9 @@ def fit(out: Path, head_path: Path) -> None:
             {"w": [[float(f"{v:.6g}") for v in row] for row in w], "b": [float(f"{v:.6g}") for v in b], "act": act}
         )
     sizes = ", ".join([*(Path(p).name for p in WITH), *(f"{h}x{h}" for h, _ in MEMBERS)])
+    late = f" with KWS_AFTER={_AFTER[0]}:{_AFTER[1]}, the late head" if POS_AFTER[0] > 0 else ""
     trained = (
-        f"wake/kws/train: {npos} positive and {nneg} negative windows of {len(train)} espeak-ng and flite clips "
+        f"wake/kws/train{late}: {npos} positive and {nneg} negative windows of {len(train)} espeak-ng and flite clips "
         f"(en, nl{'; every 4th variant held out' if holdout else ''}); "
         f"mean of {mlp.networks} networks ({sizes}), {EPOCHS} epochs; "
         f"threshold {threshold:.3f}; " + "; ".join(report)
@@ -860,6 +866,8 @@ def fit(out: Path, head_path: Path) -> None:
         "networks": mlp.networks,
         "trained": trained,
     }
+    if POS_AFTER[0] > 0:  # a late head: where after the name it answers
+        head["after"] = [round(v, 3) for v in _AFTER]
     head_path.write_text(json.dumps(head, separators=(",", ":")) + "\n")
     print(f"fit: wrote {head_path}", file=sys.stderr)
 
