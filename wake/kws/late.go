@@ -1,7 +1,6 @@
 package kws
 
 import (
-	_ "embed"
 	"fmt"
 	"math"
 )

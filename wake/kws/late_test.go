@@ -7,18 +7,16 @@ import (
 	"testing"
 )
 
-func sig(z float64) float64 { return 1 / (1 + math.Exp(-z)) }
-
 func TestVerdict(t *testing.T) {
 	tests := []struct {
 		head, late, want float64
 	}{
 		{0.5, 0.5, 0.5},
 		{0.9, 0.9, 0.9},
-		{sig(3), 0.5, sig(2)},      // an undecided late head: two thirds of the head's logit
-		{sig(3), sig(-6), 0.5},     // the late head hears something else after the name
-		{sig(1.5), sig(6), sig(3)}, // a sure late head carries a head that is less so
-		{1, 1, 1 - 1e-9},           // clamped, never NaN
+		{sigmoid(3), 0.5, sigmoid(2)},          // an undecided late head: two thirds of the head's logit
+		{sigmoid(3), sigmoid(-6), 0.5},         // the late head hears something else after the name
+		{sigmoid(1.5), sigmoid(6), sigmoid(3)}, // a sure late head carries a head that is less so
+		{1, 1, 1 - 1e-9},                       // clamped, never NaN
 		{0, 0, 1e-9},
 	}
 	for _, tt := range tests {

@@ -140,11 +140,10 @@ func (s *Spotter) Parts(samples []float32) (scores, late []float64, ends []int, 
 		}
 		return x
 	}
-	var lasts []int
-	for last := max(first, w-1); last < len(embs); last++ {
+	from := max(first, w-1) // window i's last embedding is from+i
+	for last := from; last < len(embs); last++ {
 		scores = append(scores, s.head.score(window(last)))
 		ends = append(ends, s.fe.embeddingEnd(last))
-		lasts = append(lasts, last)
 	}
 	if s.late == nil {
 		return scores, nil, ends, nil
@@ -175,7 +174,7 @@ func (s *Spotter) Parts(samples []float32) (scores, late []float64, ends []int, 
 			late[i] = sc
 			continue
 		}
-		for last := lasts[i]; last < len(embs) && s.fe.embeddingEnd(last) <= ends[i]+span; last++ {
+		for last := from + i; last < len(embs) && s.fe.embeddingEnd(last) <= ends[i]+span; last++ {
 			v, ok := lateAt[last]
 			if !ok {
 				v = s.late.score(window(last))
