@@ -9,7 +9,7 @@
 // engines the head never trained on (corpus.py --engines) are a column of
 // their own.
 //
-//	go run ./bench/kwsbench -corpus bench/out/wake/corpus [-kws models/kws] [-head FILE] [-late builtin|FILE|off]
+//	go run ./bench/kwsbench -corpus bench/out/wake/corpus [-kws models/kws] [-head FILE] [-late builtin|FILE|off] [-gate auto|builtin|FILE|off]
 package main
 
 import (
@@ -43,6 +43,7 @@ func main() {
 	refractory := flag.Duration("refractory", 1500*time.Millisecond, "one trigger per this much audio")
 	headFile := flag.String("head", "", "a head file to measure instead of the built-in one")
 	lateFile := flag.String("late", "builtin", "the late head (kws.Spotter.SetLate): builtin, a head file, or off (the head alone); with one, the verdict is both heads' (kws.Verdict), and tables of the head alone and of each head over a threshold follow")
+	gateFile := flag.String("gate", "auto", "the gate (kws.Spotter.SetGate): builtin, a head file, off (the head on every window), or auto (builtin with the built-in head, else off); it changes the cost, and nothing from 0.5 up: -dump writes the same with it and without")
 	dump := flag.String("dump", "", "also write each file's windows scoring 0.5 or more here (file, end in s, score; with -late also the head's and the late head's part, and windows where the head alone scores 0.5): which files to run whisper on (bench/wakefuse)")
 	flag.Parse()
 	head, err := kws.DefaultHead()
@@ -71,6 +72,22 @@ func main() {
 		if err != nil {
 			fail(err)
 		}
+	}
+	gated := "no gate"
+	switch g := *gateFile; {
+	case g == "off", g == "auto" && *headFile != "":
+	default:
+		gate, err := kws.DefaultGate()
+		if g != "builtin" && g != "auto" {
+			gate, err = kws.LoadHead(g)
+		}
+		if err == nil {
+			err = s.SetGate(gate)
+		}
+		if err != nil {
+			fail(err)
+		}
+		gated = fmt.Sprintf("gate from %.3g", gate.Threshold)
 	}
 	rows, err := readCorpus(filepath.Join(*corpus, "corpus.tsv"))
 	if err != nil {
@@ -103,8 +120,8 @@ func main() {
 			fail(err)
 		}
 	}
-	fmt.Printf("# kwsbench: %d files, %.2f h of audio scored in %s (%.1f%% of real time, one thread); threshold %.3g (the head's %.3g); %s\n\n",
-		len(rows), audioSec/3600, took.Round(time.Second), 100*took.Seconds()/audioSec, s.Threshold(), head.Threshold, head.Trained)
+	fmt.Printf("# kwsbench: %d files, %.2f h of audio scored in %s (%.1f%% of real time, one thread, %s); threshold %.3g (the head's %.3g); %s\n\n",
+		len(rows), audioSec/3600, took.Round(time.Second), 100*took.Seconds()/audioSec, gated, s.Threshold(), head.Threshold, head.Trained)
 	thresholds := []float64{0.3, 0.5, 0.7, 0.8, 0.9, 0.95, 0.98, 0.99, 0.995, 0.997, 0.999}
 	for _, th := range []float64{s.Threshold(), head.Threshold} {
 		if !slices.Contains(thresholds, th) {

@@ -16,6 +16,21 @@ var agoraHead []byte
 //go:embed late.json
 var lateHead []byte
 
+// gateHead is the gate taught the built-in head's logit (wake/kws/train
+// gate): the head runs only where it passes (Spotter.SetGate).
+//
+//go:embed gate.json
+var gateHead []byte
+
+// DefaultGate is the built-in gate (Spotter.SetGate).
+func DefaultGate() (*Head, error) {
+	h, err := ParseHead(gateHead)
+	if err != nil {
+		return nil, fmt.Errorf("built-in keyword gate: %w", err)
+	}
+	return h, nil
+}
+
 // DefaultLate is the built-in late head (Spotter.SetLate).
 func DefaultLate() (*Head, error) {
 	h, err := ParseHead(lateHead)
@@ -44,14 +59,18 @@ func OpenDefault(threshold float64, dirs ...string) (*Spotter, error) {
 	return OpenWith(dir, threshold)
 }
 
-// OpenWith opens a spotter for "Agora" with the built-in heads on the front
-// end in dir; threshold 0 means the verdict's own.
+// OpenWith opens a spotter for "Agora" with the built-in heads and gate on
+// the front end in dir; threshold 0 means the verdict's own.
 func OpenWith(dir string, threshold float64) (*Spotter, error) {
 	head, err := DefaultHead()
 	if err != nil {
 		return nil, err
 	}
 	late, err := DefaultLate()
+	if err != nil {
+		return nil, err
+	}
+	gate, err := DefaultGate()
 	if err != nil {
 		return nil, err
 	}
@@ -62,6 +81,10 @@ func OpenWith(dir string, threshold float64) (*Spotter, error) {
 	if err := s.SetLate(late); err != nil {
 		s.Close()
 		return nil, fmt.Errorf("built-in late keyword head: %w", err)
+	}
+	if err := s.SetGate(gate); err != nil {
+		s.Close()
+		return nil, fmt.Errorf("built-in keyword gate: %w", err)
 	}
 	return s, nil
 }

@@ -10,8 +10,8 @@
 // build or a device without it still runs. On top sits a small dense
 // network trained here on synthetic speech, espeak-ng and flite voices
 // (wake/kws/train; the built-in head is agora.json, the late head that
-// hears what follows the name late.json; docs/wake.md has what they hear
-// and miss).
+// hears what follows the name late.json, the gate that spares the head
+// most windows gate.json; docs/wake.md has what they hear and miss).
 //
 // Invariants:
 //   - The embeddings are those of pyopen-wakeword's Python front end for
@@ -28,6 +28,14 @@
 //     device alone; the Hit keeps both parts. It adds no latency: the
 //     utterance is whole when it is scored, and silence is added after
 //     it for the late windows as for the head's.
+//   - With a gate (SetGate; OpenDefault sets the built-in one, gate.json,
+//     taught the built-in head's logit), the head runs only on windows the
+//     gate passes; a window it turns away scores the gate's probability,
+//     under its threshold, which is at most 0.5: the verdict, the fuse
+//     band and the late head look only from 0.5 up, so the gate changes
+//     the cost, not what is heard, provided it passes every window the
+//     head scores 0.5 or more (checked on unseen speech by TestGateReal
+//     and bench/kwsbench -gate).
 //   - A Spotter is safe for concurrent use; calls take turns on one
 //     interpreter per model, one thread each, on XNNPACK where the library
 //     has it (the pinned one does; Spotter.Kernels says which), else on

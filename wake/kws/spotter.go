@@ -36,6 +36,7 @@ type Spotter struct {
 	fe        *frontEnd
 	head      *Head
 	late      *Head // nil: the head's score alone is the verdict
+	gate      *Head // nil: the head runs on every window (SetGate)
 	threshold float64
 	own       bool // threshold is the head's own (Open's 0): SetLate takes the late head's
 }
@@ -142,7 +143,7 @@ func (s *Spotter) Parts(samples []float32) (scores, late []float64, ends []int, 
 	}
 	from := max(first, w-1) // window i's last embedding is from+i
 	for last := from; last < len(embs); last++ {
-		scores = append(scores, s.head.score(window(last)))
+		scores = append(scores, s.headScore(window(last)))
 		ends = append(ends, s.fe.embeddingEnd(last))
 	}
 	if s.late == nil {

@@ -4,6 +4,7 @@
     python train.py gen   OUT      synthesise the training clips (espeak-ng, sox)
     python train.py embed OUT      their embeddings, by the daemon's own front end
     python train.py fit   OUT HEAD train, write the head (JSON) with the threshold KWS_THRESHOLD
+    python train.py gate  OUT HEAD GATE  teach a small network the head's logit: the gate (JSON)
 
 Positives: the name alone, first, last or inside carrier phrases of random
 inspection words, English and Dutch, by every espeak-ng English voice and the
@@ -32,6 +33,7 @@ import struct
 import subprocess
 import sys
 import wave
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
@@ -711,6 +713,39 @@ class MLP:
         """Adam on the weighted cross-entropy, with Gaussian noise on the
         inputs (other voices move the embeddings a little) and the learning
         rate halved every third of the epochs."""
+
+        def grad(bi: np.ndarray, xb: np.ndarray, z: np.ndarray) -> tuple[float, np.ndarray]:
+            p = 1 / (1 + np.exp(-z))
+            wb = weight[bi]
+            loss = float(-np.sum(wb * (y[bi] * np.log(p + 1e-7) + (1 - y[bi]) * np.log(1 - p + 1e-7))))
+            return loss, wb * (p - y[bi])
+
+        self._adam(x, grad, epochs, rng)
+
+    def distil(self, x: np.ndarray, teacher: MLP, weight: np.ndarray, epochs: int, rng: np.random.Generator) -> None:
+        """Adam on the weighted squared difference from the teacher's logit
+        (clipped to [-8, 12]: far below the gate's level only "low" matters),
+        on the same noisy inputs the teacher sees. Near and over the
+        teacher's 0.5 a gate under the teacher costs a missed window and one
+        over it only time: there, falling short weighs UNDER times as much."""
+
+        def grad(bi: np.ndarray, xb: np.ndarray, z: np.ndarray) -> tuple[float, np.ndarray]:
+            t = np.clip(teacher.forward(xb)[0][-1][:, 0], -8, 12)
+            d = z - t
+            w = weight[bi] * np.where((d < 0) & (t > -4), GATE_UNDER, 1.0)
+            return float(np.sum(w * d * d)), 2 * w * d
+
+        self._adam(x, grad, epochs, rng)
+
+    def _adam(
+        self,
+        x: np.ndarray,
+        grad: Callable[[np.ndarray, np.ndarray, np.ndarray], tuple[float, np.ndarray]],
+        epochs: int,
+        rng: np.random.Generator,
+    ) -> None:
+        """The fit's loop: grad(batch indices, noisy inputs, logits) gives
+        the loss and its derivative by each logit."""
         params = self.w + self.b
         m = [np.zeros_like(p) for p in params]
         v = [np.zeros_like(p) for p in params]
@@ -722,10 +757,10 @@ class MLP:
             for s in range(0, len(x), 256):
                 bi = order[s : s + 256]
                 xb = x[bi] + rng.normal(0, NOISE_SD, (len(bi), x.shape[1])).astype(np.float32)
-                acts, p = self.forward(xb)
-                wb = weight[bi]
-                loss += float(-np.sum(wb * (y[bi] * np.log(p + 1e-7) + (1 - y[bi]) * np.log(1 - p + 1e-7))))
-                g = (wb * (p - y[bi]))[:, None] / len(bi)  # dL/dz of the output
+                acts, _ = self.forward(xb)
+                bl, gz = grad(bi, xb, acts[-1][:, 0])
+                loss += bl
+                g = gz[:, None] / len(bi)  # dL/dz of the output
                 grads_w, grads_b = [], []
                 for k in range(len(self.w) - 1, -1, -1):
                     grads_w.insert(0, g.T @ acts[k] + l2 * self.w[k])
@@ -842,12 +877,6 @@ def fit(out: Path, head_path: Path) -> None:
             file=sys.stderr,
         )
     print("\n".join("fit: " + r for r in report), file=sys.stderr)
-    layers = []
-    for k, (w, b) in enumerate(zip(mlp.w, mlp.b, strict=True)):
-        act = "relu" if k < len(mlp.w) - 1 else "sigmoid"
-        layers.append(
-            {"w": [[float(f"{v:.6g}") for v in row] for row in w], "b": [float(f"{v:.6g}") for v in b], "act": act}
-        )
     sizes = ", ".join([*(Path(p).name for p in WITH), *(f"{h}x{h}" for h, _ in MEMBERS)])
     late = f" with KWS_AFTER={_AFTER[0]}:{_AFTER[1]}, the late head" if POS_AFTER[0] > 0 else ""
     trained = (
@@ -856,20 +885,93 @@ def fit(out: Path, head_path: Path) -> None:
         f"mean of {mlp.networks} networks ({sizes}), {EPOCHS} epochs; "
         f"threshold {threshold:.3f}; " + "; ".join(report)
     )
+    extra = {"after": [round(v, 3) for v in _AFTER]} if POS_AFTER[0] > 0 else {}  # a late head: where it answers
+    write_head(head_path, mlp, threshold, trained, extra)
+
+
+def write_head(path: Path, mlp: MLP, threshold: float, trained: str, extra: dict[str, object]) -> None:
+    """The head file the daemon reads (wake/kws/head.go)."""
+    layers = []
+    for k, (w, b) in enumerate(zip(mlp.w, mlp.b, strict=True)):
+        act = "relu" if k < len(mlp.w) - 1 else "sigmoid"
+        layers.append(
+            {"w": [[float(f"{v:.6g}") for v in row] for row in w], "b": [float(f"{v:.6g}") for v in b], "act": act}
+        )
     head = {
         "format": "agorad-kws-head/1",
         "name": "agora",
         "windows": WINDOWS,
         "features": FEATURES,
         "layers": layers,
-        "threshold": round(threshold, 4),
+        "threshold": round(threshold, 6),
         "networks": mlp.networks,
         "trained": trained,
+        **extra,
     }
-    if POS_AFTER[0] > 0:  # a late head: where after the name it answers
-        head["after"] = [round(v, 3) for v in _AFTER]
-    head_path.write_text(json.dumps(head, separators=(",", ":")) + "\n")
-    print(f"fit: wrote {head_path}", file=sys.stderr)
+    path.write_text(json.dumps(head, separators=(",", ":")) + "\n")
+    print(f"fit: wrote {path}", file=sys.stderr)
+
+
+# The gate (kws.Spotter.SetGate): one small network taught to follow the
+# head's logit, run on every window; the head itself only where the gate
+# passes. Nothing under lateFrom (0.5) matters to the verdict, so the gate
+# passes from GATE_MARGIN logits under the lowest the gate gave any
+# training window the head scores 0.5 or more, clean or moved by the
+# training's input noise.
+GATE_HIDDEN = int(os.environ.get("KWS_GATE_HIDDEN", "64"))
+GATE_EPOCHS = int(os.environ.get("KWS_GATE_EPOCHS", "10"))
+GATE_MARGIN = float(os.environ.get("KWS_GATE_MARGIN", "1"))
+GATE_UNDER = float(os.environ.get("KWS_GATE_UNDER", "4"))
+
+
+def logits(mlp: MLP, x: np.ndarray, rng: np.random.Generator | None = None) -> np.ndarray:
+    """The network's logit on each row of x; with rng, on the row moved by
+    the training's input noise (the same noise for every network asked with
+    an rng of the same state)."""
+    out = []
+    for i in range(0, len(x), 8192):
+        xb = x[i : i + 8192]
+        if rng is not None:
+            xb = xb + NOISE_SD * rng.standard_normal(xb.shape, dtype=np.float32)
+        out.append(mlp.forward(xb)[0][-1][:, 0])
+    return np.concatenate(out)
+
+
+def gate(out: Path, head_path: Path, gate_path: Path) -> None:
+    data = dataset(out)
+    xs = np.concatenate([d[1] for d in data])
+    head = MLP.load(head_path)
+    hz = logits(head, xs)
+    # The windows near and over the head's 0.5 are few and the ones that
+    # count: they weigh ten times the rest.
+    weight = np.where(hz > -4, 10.0, 1.0).astype(np.float32)
+    weight /= weight.mean()
+    print(f"gate: {len(xs)} windows, {int((hz >= 0).sum())} where the head scores 0.5 or more", file=sys.stderr)
+    g = MLP([WINDOWS * FEATURES, GATE_HIDDEN, 1], np.random.default_rng(41))
+    g.distil(xs, head, weight, epochs=GATE_EPOCHS, rng=np.random.default_rng(41))
+    lows = []
+    for noisy in (False, True):
+        hz = logits(head, xs, np.random.default_rng(7) if noisy else None)
+        gz = logits(g, xs, np.random.default_rng(7) if noisy else None)
+        lows.append(float(gz[hz >= 0].min()))
+        rms = np.sqrt(np.mean((gz - np.clip(hz, -8, 12)) ** 2))
+        print(
+            f"gate: {'noisy' if noisy else 'clean'}: lowest gate logit where the head scores 0.5 or more "
+            f"{lows[-1]:.2f}; gate and head logits differ by {rms:.2f} (rms)",
+            file=sys.stderr,
+        )
+    level = min(lows) - GATE_MARGIN
+    gz = logits(g, xs)
+    passed = float(np.mean(gz >= level))
+    threshold = float(1 / (1 + np.exp(-level)))
+    trained = (
+        f"wake/kws/train gate: {GATE_HIDDEN} units taught the logit of {head_path.name} ({head.networks} networks) "
+        f"on {len(xs)} windows of {len(data)} clips, {GATE_EPOCHS} epochs; passes from logit {level:.2f}, "
+        f"{GATE_MARGIN} under the lowest it gave a window the head scores 0.5 or more (clean or noisy); "
+        f"passes {passed:.1%} of the training windows"
+    )
+    print(f"gate: {trained}", file=sys.stderr)
+    write_head(gate_path, g, threshold, trained, {})
 
 
 def main() -> int:
@@ -880,6 +982,8 @@ def main() -> int:
         embed(out, sys.argv[3], sys.argv[4])
     elif cmd == "fit":
         fit(out, Path(sys.argv[3]))
+    elif cmd == "gate":
+        gate(out, Path(sys.argv[3]), Path(sys.argv[4]))
     else:
         print(__doc__, file=sys.stderr)
         return 2
