@@ -22,7 +22,9 @@
 //     edit in a short word reaches too many real words.
 //   - Config.Reject wins over all of that: a word or a run of up to three
 //     words whose sound key is a rejected one ("angora", "Agra", "agora
-//     fobie" written split) is never part of a wake word. The default list
+//     fobie" written split), or within one edit of a rejected word at
+//     least three letters longer than the name ("Gora phobia", "Agor
+//     phobia": "agoraphobia"), is never part of a wake word. The default list
 //     is every word of the English and Dutch dictionaries (Debian's
 //     wamerican, wbritish, wdutch) that the fuzzy match would otherwise
 //     take, plus "agora"'s plural, possessive and derived words; a test
@@ -49,7 +51,10 @@
 //     (wake/kws) heard the name: whisper's own text decides when it has a
 //     wake phrase; otherwise the words whisper wrote where the name was
 //     said (by their times) are the name, and the rules above apply as if
-//     it were written there.
+//     it were written there. A word there, or starting up to 0.4 s after
+//     it, that is within one edit the rest of a rejected word beginning
+//     with the name ("phobia", "fobie") vetoes it: the spotter heard the
+//     name's part of "agoraphobia".
 //   - MatchSpot fuses the spotter's score with the text: a score at the
 //     spotter's own threshold is the name (MatchHeard); a score in the
 //     band from Config.Fuse up is the name only where the words whisper

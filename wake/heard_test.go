@@ -2,6 +2,7 @@ package wake
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -68,6 +69,12 @@ func TestMatchHeard(t *testing.T) {
 			900 * time.Millisecond, None, "", "", ""},
 		{"agoraphobia split by whisper", []string{"She@0-200", "has@200-400", "agora@400-800", "phobia.@800-1300"},
 			1000 * time.Millisecond, None, "", "", ""},
+		{"agoraphobia split and one letter off where the name was heard", []string{"She@0-200", "has@200-400", "Agor@400-800", "phobia.@800-1300"},
+			1000 * time.Millisecond, None, "", "", ""},
+		{"agoraphobia: the name's part misheard, the rest a word of its own", []string{"I've@480-730", "got@730-920", "a@920-980", "phobia@980-1360", "in@1360-1490", "listed.@1490-1800"},
+			1050 * time.Millisecond, None, "", "", ""},
+		{"agorafobie: the rest one letter off, after the name's place", []string{"Hij@0-200", "heeft@200-450", "al@450-700", "a@700-800", "fobi@900-1300", "sinds@1300-1700", "maart.@1700-2100"},
+			900 * time.Millisecond, None, "", "", ""},
 		{"ago ra written where the name was heard", []string{"A@0-100", "long@100-400", "time@400-700", "ago,@700-1000", "Ra@1000-1300", "was@1300-1500", "worshipped.@1500-2100"},
 			1300 * time.Millisecond, None, "", "", ""},
 		{"no word times, a rejected word longer than the name", []string{"The", "angora", "wool."},
@@ -90,5 +97,25 @@ func TestMatchHeard(t *testing.T) {
 				t.Errorf("MatchHeard(%q, end %s) = %+v\nwant action %q before %q remainder %q phrase %q", text, tt.nameEnd, m, tt.action, tt.before, tt.remainder, tt.phrase)
 			}
 		})
+	}
+}
+
+// TestRejectTails: the rests of the default rejected words that begin with
+// the name, which veto a spotted name as words of their own, are long
+// ones only.
+func TestRejectTails(t *testing.T) {
+	r, err := New(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"pobia", "fobie"} {
+		if !slices.Contains(r.rejectTails, want) {
+			t.Errorf("rest %q of a rejected word is missing from %q", want, r.rejectTails)
+		}
+	}
+	for _, tail := range r.rejectTails {
+		if len([]rune(tail)) < minTail {
+			t.Errorf("rest %q is shorter than %d letters", tail, minTail)
+		}
 	}
 }

@@ -193,6 +193,8 @@ type Rules struct {
 	fuzzyListen  []string        // sound keys of the one-word listen words, for a lone last word
 	listenSounds []string        // their phoneKeys, in the same order
 	reject       map[string]bool // sound keys of Config.Reject
+	rejectLong   []string        // those of them much longer than the name ("agoraphobia"), matched within one edit
+	rejectTails  []string        // of those that begin with the name, the rest ("pobia" of "agoraphobia")
 	rejectSplit  [][]string      // Config.Reject entries of several words that sound as a wake word ("ago ra"), as written
 	name         string          // the first wake word, as configured: what MatchHeard writes for a spotted name
 	nameKey      string          // phoneKey of name: what NameLike compares with
@@ -248,7 +250,45 @@ func New(cfg Config) (*Rules, error) {
 		}
 		r.reject[k] = true
 	}
+	for k := range r.reject {
+		if len([]rune(k)) >= len([]rune(r.nameSound))+minLonger {
+			r.rejectLong = append(r.rejectLong, k)
+			if tail, ok := strings.CutPrefix(k, r.nameSound); ok && len([]rune(tail)) >= minTail {
+				r.rejectTails = append(r.rejectTails, tail)
+			}
+		}
+	}
+	slices.Sort(r.rejectLong)
+	slices.Sort(r.rejectTails)
 	return r, nil
+}
+
+// minLonger is how many letters longer than the name a rejected word must
+// be to be rejected within one edit too: whisper writes "agoraphobia" as
+// "Gora phobia" or "Agor phobia" as readily as the name itself
+// misspelt, and a word that long is never the name one edit away. Shorter
+// ones ("angora", one letter longer) stay exact: one edit from them is
+// "an agora".
+const minLonger = 3
+
+// minTail is the least letters the rest of a rejected word after the name
+// must have to veto a spotted name as a word of its own: "phobia" does,
+// "s" of "agoras" does not.
+const minTail = 4
+
+// rejected reports whether k, the sound key of a run of words, is a
+// rejected word's: exactly, or within one edit of a long one.
+func (r *Rules) rejected(k string) bool {
+	if r.reject[k] {
+		return true
+	}
+	n := len([]rune(k))
+	for _, l := range r.rejectLong {
+		if d := n - len([]rune(l)); d >= -maxEdits && d <= maxEdits && editDistance(k, l) <= maxEdits {
+			return true
+		}
+	}
+	return false
 }
 
 func phrases(list []string) [][]string {
@@ -378,7 +418,7 @@ func (r *Rules) blocked(toks []token) []bool {
 	out := make([]bool, len(toks))
 	for i := range toks {
 		for n := 1; n <= maxReject && i+n <= len(toks); n++ {
-			if r.reject[soundKey(toks[i:i+n])] {
+			if r.rejected(soundKey(toks[i : i+n])) {
 				for k := i; k < i+n; k++ {
 					out[k] = true
 				}

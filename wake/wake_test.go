@@ -116,6 +116,12 @@ func TestMatch(t *testing.T) {
 		{"ahora", None, "", ""},
 		{"Zij heeft agora fobie.", None, "", ""}, // a rejected word written split
 		{"agoraphobic", None, "", ""},
+		// A long rejected word written split and one letter off (base).
+		{"She has suffered from the Gora phobia for years.", None, "", ""},
+		{"Zij heeft last van agor fobie.", None, "", ""},
+		{"Agora, for the beam, what span?", Feedback, "", "for the beam, what span?"},
+		{"Agora, phone the architect.", Feedback, "", "phone the architect."},
+		{"Is that in Agora already?", Feedback, "Is that in", "already?"}, // "angora" is matched only as written
 		{"There was a gore a minute ago on the site.", None, "", ""},
 		{"It was fixed a year ago or a bit more.", None, "", ""},
 		{"Two days ago, a crack.", None, "", ""},
