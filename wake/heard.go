@@ -98,11 +98,8 @@ func (r *Rules) tailOfRejected(words []Word, end time.Duration) bool {
 		if w.End <= end-spotNameLen || w.Start >= end+tailReach {
 			continue
 		}
-		k := soundKey(tokens(w.Text))
-		for _, t := range r.rejectTails {
-			if d := len([]rune(k)) - len([]rune(t)); d >= -maxEdits && d <= maxEdits && editDistance(k, t) <= maxEdits {
-				return true
-			}
+		if nearAny(soundKey(tokens(w.Text)), r.rejectTails) {
+			return true
 		}
 	}
 	return false

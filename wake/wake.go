@@ -282,8 +282,14 @@ func (r *Rules) rejected(k string) bool {
 	if r.reject[k] {
 		return true
 	}
+	return nearAny(k, r.rejectLong)
+}
+
+// nearAny reports whether k is within maxEdits of one of keys (the length
+// first: most are too long or short to be).
+func nearAny(k string, keys []string) bool {
 	n := len([]rune(k))
-	for _, l := range r.rejectLong {
+	for _, l := range keys {
 		if d := n - len([]rune(l)); d >= -maxEdits && d <= maxEdits && editDistance(k, l) <= maxEdits {
 			return true
 		}

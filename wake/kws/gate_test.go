@@ -1,7 +1,6 @@
 package kws
 
 import (
-	"encoding/json"
 	"math"
 	"path/filepath"
 	"strings"
@@ -12,15 +11,7 @@ import (
 
 func TestSetGate(t *testing.T) {
 	parse := func(t *testing.T, windows int, threshold float64) *Head {
-		t.Helper()
-		m := smallHead(windows)
-		m["threshold"] = threshold
-		b, _ := json.Marshal(m)
-		h, err := ParseHead(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return h
+		return parseSmallHead(t, windows, map[string]any{"threshold": threshold})
 	}
 	tests := []struct {
 		name      string
@@ -53,13 +44,8 @@ func TestSetGate(t *testing.T) {
 // the head's own; where it turns it away, the gate's, under its threshold.
 func TestGateHeadScore(t *testing.T) {
 	head := func(bias float32) *Head {
-		m := smallHead(1)
-		m["layers"].([]map[string]any)[1]["b"] = []float32{bias}
-		b, _ := json.Marshal(m)
-		h, err := ParseHead(b)
-		if err != nil {
-			t.Fatal(err)
-		}
+		h := parseSmallHead(t, 1, nil)
+		h.Layers[1].B[0] = bias
 		return h
 	}
 	s := &Spotter{head: head(0)} // on zeros: sigmoid(0) = 0.5

@@ -24,6 +24,24 @@ func smallHead(windows int) map[string]any {
 	}
 }
 
+// parseSmallHead is smallHead(windows) with the fields in set changed
+// (nil values left out), parsed.
+func parseSmallHead(t *testing.T, windows int, set map[string]any) *Head {
+	t.Helper()
+	m := smallHead(windows)
+	for k, v := range set {
+		if v != nil {
+			m[k] = v
+		}
+	}
+	b, _ := json.Marshal(m)
+	h, err := ParseHead(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
 func TestParseHead(t *testing.T) {
 	tests := []struct {
 		name   string

@@ -1,7 +1,6 @@
 package kws
 
 import (
-	"encoding/json"
 	"math"
 	"strings"
 	"testing"
@@ -31,17 +30,7 @@ func TestVerdict(t *testing.T) {
 
 func TestSetLate(t *testing.T) {
 	parse := func(t *testing.T, windows int, after any) *Head {
-		t.Helper()
-		m := smallHead(windows)
-		if after != nil {
-			m["after"] = after
-		}
-		b, _ := json.Marshal(m)
-		h, err := ParseHead(b)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return h
+		return parseSmallHead(t, windows, map[string]any{"after": after})
 	}
 	tests := []struct {
 		name    string
