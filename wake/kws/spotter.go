@@ -116,10 +116,11 @@ func (s *Spotter) Scores(samples []float32) (scores []float64, ends []int, err e
 }
 
 // Parts returns, for each window that reaches into the utterance, the
-// head's score and the late head's best score over the windows that end
-// from there to its After[1] later (nil without a late head; the head's
-// own score where that is under lateFrom), and the sample where each
-// window ends.
+// head's score (with a gate, SetGate, the gate's where it turns the window
+// away: under lateFrom either way) and the late head's best score over the
+// windows that end from there to its After[1] later (nil without a late
+// head; the head's own score where that is under lateFrom), and the sample
+// where each window ends.
 func (s *Spotter) Parts(samples []float32) (scores, late []float64, ends []int, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
