@@ -60,7 +60,9 @@
 //     band from Config.Fuse up is the name only where the words whisper
 //     wrote at the spotter's place sound like it (NameLike: a coarse
 //     phonetic key of one to three words, within one or two edits of the
-//     name's, at least Config.FuseLike); below the band, the text alone.
+//     name's, at least Config.FuseLike) and the spotter's late head, which
+//     hears the words after it, gives 0.95 or more (Spot.Late; not asked
+//     when unknown); below the band, the text alone.
 //     Rejected words at the place veto in either case. Fuse 0 is the
 //     spotter alone.
 //   - A name the spotter placed and MatchSpot took as a question becomes

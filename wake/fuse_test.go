@@ -63,6 +63,35 @@ func TestMatchSpot(t *testing.T) {
 	}
 }
 
+// TestMatchSpotBandLate: in the fuse band, where whisper's word sounds
+// like the name and may be another word that does, the late head's part
+// must agree; unknown (0) it is not asked, and a sure spot needs no more.
+func TestMatchSpotBandLate(t *testing.T) {
+	r, err := New(DefaultConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ws, text := timed(t, "We@0-200", "flew@200-500", "to@500-600", "Agra@600-1000", "to@1000-1100", "see@1100-1400", "the@1400-1500", "Taj@1500-1800", "Mahal.@1800-2200")
+	tests := []struct {
+		name   string
+		spot   Spot
+		action Action
+	}{
+		{"band, the late head hears something else after it", Spot{Score: 0.98, Late: 0.90}, None},
+		{"band, the late head agrees", Spot{Score: 0.98, Late: 0.99}, Feedback},
+		{"band, no late head", Spot{Score: 0.98}, Feedback},
+		{"sure: the verdict has the late head in it already", Spot{Score: 0.999, Heard: true, Late: 0.6}, Feedback},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			tt.spot.End = 1000*time.Millisecond + spotLag
+			if m := r.MatchSpot(text, ws, tt.spot); m.Action != tt.action {
+				t.Errorf("MatchSpot(%q, %+v) = %+v, want action %q", text, tt.spot, m, tt.action)
+			}
+		})
+	}
+}
+
 // TestMatchSpotNoText: where whisper wrote nothing (its guard dropped a
 // loop or "[Music]"), a name the spotter is sure of wakes, with the speech
 // after it heard again (Spot.Tail) as the question; a score below the

@@ -39,6 +39,7 @@ type utterance struct {
 	Text string `json:"text"`
 	Spot *struct {
 		Score float64 `json:"score"`
+		Late  float64 `json:"late"`
 		EndMS int64   `json:"end_ms"`
 		Tail  string  `json:"tail"`
 	} `json:"spot"`
@@ -100,7 +101,7 @@ func run(in io.Reader, out io.Writer, sure, fuse, like float64, tail bool) error
 		m := rules.Match(u.Text)
 		if u.Spot != nil {
 			end := time.Duration(u.Spot.EndMS) * time.Millisecond
-			s := wake.Spot{Score: u.Spot.Score, End: end, Heard: u.Spot.Score >= sure}
+			s := wake.Spot{Score: u.Spot.Score, End: end, Heard: u.Spot.Score >= sure, Late: u.Spot.Late}
 			if tail {
 				s.Tail = u.Spot.Tail
 			}

@@ -49,7 +49,7 @@ func (j wakeJudge) match(ctx context.Context, samples []float32, res transcribe.
 		return judged{}, err
 	}
 	out := judged{text: text, hit: &h}
-	s := wake.Spot{Score: h.Score, End: h.End, Heard: h.Heard}
+	s := wake.Spot{Score: h.Score, End: h.End, Heard: h.Heard, Late: h.Late}
 	if from, ok := j.rules.TailFrom(res.Text, res.Words, s); ok && j.tail != nil {
 		start := time.Now()
 		tail, from, err := wake.HearTail(ctx, func(ctx context.Context, samples []float32) (string, error) {

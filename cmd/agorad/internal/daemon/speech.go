@@ -484,5 +484,5 @@ func spotOf(h *kws.Hit) *wake.Spot {
 	if h == nil {
 		return nil
 	}
-	return &wake.Spot{Score: h.Score, End: h.End, Heard: h.Heard}
+	return &wake.Spot{Score: h.Score, End: h.End, Heard: h.Heard, Late: h.Late}
 }
