@@ -23,28 +23,19 @@ var lateHead []byte
 var gateHead []byte
 
 // DefaultGate is the built-in gate (Spotter.SetGate).
-func DefaultGate() (*Head, error) {
-	h, err := ParseHead(gateHead)
-	if err != nil {
-		return nil, fmt.Errorf("built-in keyword gate: %w", err)
-	}
-	return h, nil
-}
+func DefaultGate() (*Head, error) { return builtin(gateHead, "built-in keyword gate") }
 
 // DefaultLate is the built-in late head (Spotter.SetLate).
-func DefaultLate() (*Head, error) {
-	h, err := ParseHead(lateHead)
-	if err != nil {
-		return nil, fmt.Errorf("built-in late keyword head: %w", err)
-	}
-	return h, nil
-}
+func DefaultLate() (*Head, error) { return builtin(lateHead, "built-in late keyword head") }
 
 // DefaultHead is the built-in head for the name "Agora".
-func DefaultHead() (*Head, error) {
-	h, err := ParseHead(agoraHead)
+func DefaultHead() (*Head, error) { return builtin(agoraHead, "built-in keyword head") }
+
+// builtin parses an embedded head file; what names it in the error.
+func builtin(data []byte, what string) (*Head, error) {
+	h, err := ParseHead(data)
 	if err != nil {
-		return nil, fmt.Errorf("built-in keyword head: %w", err)
+		return nil, fmt.Errorf("%s: %w", what, err)
 	}
 	return h, nil
 }
