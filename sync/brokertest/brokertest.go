@@ -58,7 +58,10 @@ func WithTLS(caFile, certFile, keyFile string, requireClientCert bool) Option {
 // syntax: "user NAME", "topic [read|write|readwrite|deny] FILTER",
 // "pattern ..."). SetACL rewrites it and Reload applies it. With an ACL, a
 // publish the ACL denies is still PUBACKed under MQTT 3.1.1 and then
-// dropped, the case end-to-end confirmation exists for.
+// dropped, the case end-to-end confirmation exists for. mosquitto before
+// 2.0.22 then also closes the client's connection, because of
+// max_queued_messages 0 (see writeConfig); WithConfig("max_queued_messages
+// 1000") keeps it open.
 func WithACL(lines ...string) Option {
 	return func(c *config) { c.acl = append([]string{}, lines...) }
 }
@@ -136,7 +139,11 @@ func (b *Broker) writeConfig(cfg config) error {
 		"persistence true",
 		"persistence_location " + b.dir + "/",
 		"autosave_interval 1",
-		"max_queued_messages 0", // 0 = unlimited: a test subscriber must not lose queued messages
+		// 0 = unlimited: a test subscriber must not lose queued messages. But
+		// mosquitto before 2.0.22 reads it as a quota of 0 after a publish it
+		// refuses (ACL denied: mosquitto issue 3244) and closes that client's
+		// connection; the PUBACK it queued just before may be lost with it.
+		"max_queued_messages 0",
 		"max_inflight_messages 100",
 		"set_tcp_nodelay true",
 		"log_dest stderr",

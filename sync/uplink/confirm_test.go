@@ -230,14 +230,60 @@ func (br *ackingBridge) received(t testing.TB) (data, events []wireMsg) {
 }
 
 // Issue 9, finding 1 and "Done when": an ACL denies the device's data
-// topics. mosquitto PUBACKs the denied publishes and drops them. With
-// delivery: backend nothing is lost: the entries stay, are counted as
-// unconfirmed, and once the ACL is fixed (SIGHUP) every one arrives, the
-// data lane in seq order.
+// topics. With delivery: backend nothing is lost: the entries stay, nothing
+// passes the ACL, and once the ACL is fixed (SIGHUP) every one arrives, the
+// data lane in seq order. How a denial looks to the device depends on the
+// broker, so both ways are run:
+//
+//   - mosquitto PUBACKs a denied publish (MQTT 3.1.1 cannot refuse one),
+//     drops it and keeps the session: the entries are held, counted as
+//     unconfirmed and the hint is logged once.
+//   - mosquitto before 2.0.22 with max_queued_messages 0 (brokertest's
+//     setting, and docs/bridge.md's for the bridge's broker) then also
+//     closes the connection: it reads 0 as a quota of 0 after a denied
+//     publish (mosquitto issue 3244). The PUBACK it queued just before is
+//     lost whenever the reset reaches paho first (the device's next
+//     publishes were still unread), so no PUBACK and no count is promised
+//     within any time: the entry must stay and be published again first on
+//     every new session. Waiting for a count here made the test flaky: a
+//     run of lost PUBACKs outlasted the 30s wait (a session closed while
+//     the drain is inside paho's Publish also stalls PublishTimeout there).
 func TestACLDenialBackendDelivery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real mosquitto")
 	}
+	for _, tc := range []aclDenial{
+		{
+			name: "PUBACKed, session kept",
+			conf: []string{"max_queued_messages 1000"}, // mosquitto's default; a later line overrides brokertest's 0
+			what: "an unconfirmed entry counted",
+			met:  func(s Stats) bool { return s.Unconfirmed > 0 },
+			held: true,
+		},
+		{
+			name: "session closed, PUBACK maybe lost",
+			what: "an unconfirmed entry counted, or two sessions dropped",
+			met:  func(s Stats) bool { return s.Unconfirmed > 0 || s.Reconnects >= 2 },
+		},
+	} {
+		t.Run(tc.name, tc.run)
+	}
+}
+
+// aclDenial is one way a broker treats a publish its ACL denies.
+type aclDenial struct {
+	name string
+	conf []string // mosquitto.conf lines after brokertest's own
+	// met reports that the device has met the denial (what says how).
+	what string
+	met  func(Stats) bool
+	// held: every denied publish is PUBACKed on a live session, so entries
+	// are counted and the hint logged exactly once (otherwise at most once:
+	// only a PUBACK that made it through counts).
+	held bool
+}
+
+func (tc aclDenial) run(t *testing.T) {
 	const dev = "dev-acl"
 	denied := []string{
 		"user " + dev,
@@ -247,7 +293,8 @@ func TestACLDenialBackendDelivery(t *testing.T) {
 		"user backend",
 		"topic readwrite agora/v1/#",
 	}
-	b := brokertest.Start(t, brokertest.WithPassword(dev, "pw-dev"), brokertest.WithPassword("backend", "pw-be"), brokertest.WithACL(denied...))
+	b := brokertest.Start(t, brokertest.WithPassword(dev, "pw-dev"), brokertest.WithPassword("backend", "pw-be"), brokertest.WithACL(denied...),
+		brokertest.WithConfig(tc.conf...))
 	br := startBridge(t, b, dev, "backend", "pw-be")
 	st := newStore(t)
 	want := map[string]uint64{}
@@ -278,21 +325,25 @@ func TestACLDenialBackendDelivery(t *testing.T) {
 		want[e.ID] = e.Seq
 	}
 	total := len(want) + 1 // + the event
-	// mosquitto 2.0 PUBACKs a denied publish and then drops a 3.1.1
-	// client: the PUBACKed entry is held, counted, and published again
-	// first on the next session; nothing behind it overtakes it.
-	waitUntil(t, 30*time.Second, "an unconfirmed entry counted", func() bool { return c.Stats().Unconfirmed > 0 })
-	time.Sleep(4 * opts.AckTimeout)
+	waitUntil(t, 30*time.Second, tc.what, func() bool { return tc.met(c.Stats()) })
+	time.Sleep(4 * opts.AckTimeout) // published again meanwhile (held or on new sessions): still nothing through
 	if data, events := br.received(t); len(data)+len(events) != 0 {
 		t.Fatalf("bridge received %d messages through a denying ACL", len(data)+len(events))
 	}
 	if n, _ := st.OutboxCount(); n != total {
 		t.Fatalf("outbox %d during the denial, want %d (nothing dropped)", n, total)
 	}
-	if n := strings.Count(logs.String(), unconfirmedHint); n != 1 {
+	switch n := strings.Count(logs.String(), unconfirmedHint); {
+	case tc.held && n != 1:
 		t.Errorf("hint logged %d times during the denial, want once", n)
+	case n > 1:
+		t.Errorf("hint logged %d times during the denial, want at most once", n)
 	}
-	t.Logf("during the denial: %+v", c.Stats())
+	s := c.Stats()
+	t.Logf("during the denial: %+v", s)
+	if !tc.held && s.Reconnects == 0 {
+		t.Logf("this mosquitto kept the session after denied publishes (2.0.22 or later?): ran as the PUBACKed case")
+	}
 
 	if err := b.SetACL(append(denied[:1:1], "topic readwrite agora/v1/"+dev+"/#", "user backend", "topic readwrite agora/v1/#")...); err != nil {
 		t.Fatal(err)

@@ -377,8 +377,8 @@ func (c *Client) connectLoop(ctx context.Context) {
 		c.log.Info("connected to MQTT broker", "broker", c.url)
 		// A new session publishes every held entry again, oldest first: what
 		// the broker PUBACKed on a connection it then dropped proves nothing
-		// (mosquitto PUBACKs a publish its ACL denies, then disconnects a
-		// 3.1.1 client), and going back keeps the backend's view in seq order.
+		// (mosquitto PUBACKs a publish its ACL denies; before 2.0.22 it may
+		// drop the client too), and going back keeps the backend's seq order.
 		c.releaseAll()
 		began := time.Now()
 		c.setCurrent(cli)
