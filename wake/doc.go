@@ -14,7 +14,11 @@
 //     written; or (b) one written word is within one edit of the sound key
 //     of a one-word wake word of five or more letters ("Adora", "Agura",
 //     "Nagora", "Agorav", "Gora"); or (c) two or three written words joined
-//     spell that sound key exactly ("a gora", "Ah, gora"). The
+//     spell that sound key exactly ("a gora", "Ah, gora"); or (d) one
+//     written word holds that sound key with at most three letters before
+//     and after it, not the start of a rejected word's rest ("Heagora",
+//     "agorade": whisper runs a word it does not know into its
+//     neighbours; "agorafob" is not one). The
 //     sound key is the letters without doubled letters and without an 'h'
 //     inside a word ("Aggora", "Agorra", "Agorah" are "agora"). Joined words
 //     get no edit ("a gore a" is not "agora"), and configured entries of

@@ -107,13 +107,15 @@ func DefaultConfig() Config {
 		// agora's van Athene") and the words that start with "agora", so
 		// that whisper writing them split ("agora fobie") is no wake word.
 		// Names (Adora, Dora) are not rejected: inspectors do not say them
-		// to the device. "ago ra" is issue 21's near-miss ("a long time
+		// to the device. "Pythagoras" holds the name with three letters
+		// before it, which a glued name may have (maxGlue): a builder's
+		// word. "ago ra" is issue 21's near-miss ("a long time
 		// ago, Ra was worshipped"): whisper wrote it so for that sentence,
 		// never for the name in the wake benchmark's runs.
 		Reject: []string{
 			"angora", "agra", "ahora", "agoras", "agorae",
 			"agorafobie", "agorafobisch", "agoraphobia", "agoraphobic",
-			"ago ra",
+			"pythagoras", "ago ra",
 		},
 		Bias:     DefaultBias,
 		Fuse:     DefaultFuse,
@@ -314,7 +316,8 @@ func phrases(list []string) [][]string {
 // Match finds the first wake phrase in text. A wake word is found where
 //   - the words are a configured entry as written, or
 //   - one written word is within one edit of a wake word's sound key
-//     ("Adora", "Agorav", "Nagora"), or
+//     ("Adora", "Agorav", "Nagora"), or holds it with up to maxGlue
+//     letters of its neighbours run into it ("Heagora", "agorade"), or
 //   - two or three written words joined spell its sound key exactly
 //     ("a gora", "Ah, gora"; "a gore a" is not one),
 //
@@ -408,6 +411,9 @@ func (r *Rules) wakeAt(toks []token, i int, blocked []bool) int {
 	for _, want := range r.fuzzy {
 		if !blocked[i] && editDistance(soundKey(toks[i:i+1]), want) <= maxEdits {
 			return 1
+		}
+		if !blocked[i] && r.glued(soundKey(toks[i:i+1])) {
+			return 1 // "Heagora": the name run into the words around it
 		}
 		for n := 2; n <= maxJoin && i+n <= len(toks); n++ {
 			if !anyBlocked(blocked, i, n) && soundKey(toks[i:i+n]) == want {

@@ -75,6 +75,20 @@ func TestMatch(t *testing.T) {
 		{"NAGORA, wat nu?", Feedback, "", "wat nu?"},
 		{"Agorav what now", Feedback, "", "what now"},
 		{"Agura, wat nu?", Feedback, "", "wat nu?"},
+		// The name run into its neighbours in one written word (Kokoro's
+		// speakers, base and tiny.en), up to maxGlue letters each side.
+		{"Heagora Loister.", Listen, "", ""},
+		{"In Skaken, Batagora said, overhead.", Feedback, "In Skaken", "said, overhead."},
+		{"Ik verwacht dat agorade onprekende roekmelder gaat melden.", Feedback, "Ik verwacht dat", "onprekende roekmelder gaat melden."},
+		{"The site manager wants Agorata send the photos.", Feedback, "The site manager wants", "send the photos."},
+		{"Braa anagora of the Ventilazzi.", Feedback, "Braa", "of the Ventilazzi."},
+		// ... but not more, nor words that hold the name's letters.
+		{"The Agoranard survey.", None, "", ""},
+		{"Use Pythagoras to check the corner is square.", None, "", ""},
+		{"Pythagoras's rule, three four five.", None, "", ""},
+		{"Protagoras said man is the measure.", None, "", ""},
+		{"The mandragora grows here.", None, "", ""},
+		{"She is agorafob.", None, "", ""},
 		{"in the basement of Gora.", Feedback, "in the basement of", ""}, // the first vowel swallowed
 		{"Ah, gora, what now?", Feedback, "", "what now?"},
 		{"The wall is wide, a gora, log it.", Feedback, "The wall is wide", "log it."},
