@@ -159,15 +159,15 @@ func main() {
 // table prints detection and false wakes at each threshold over the
 // scores score gives each row.
 func table(rows []row, thresholds []float64, marked float64, markLabel string, refr int, score func(row) []float64) {
-	var engines []string // other engines, in the corpus's order
+	var engines []string // other engines' positives by language ("nl by kokoro"), in the corpus's order
 	for _, r := range rows {
-		if r.engine != "espeak" && !slices.Contains(engines, r.engine) {
-			engines = append(engines, r.engine)
+		if k := r.lang + " by " + r.engine; r.set == "pos" && r.engine != "espeak" && !slices.Contains(engines, k) {
+			engines = append(engines, k)
 		}
 	}
 	fmt.Print("| threshold | en start | en mid | en listen | nl start | nl mid | nl listen | noisy (10 dB) |")
 	for _, e := range engines {
-		fmt.Printf(" en by %s |", e)
+		fmt.Printf(" %s |", e)
 	}
 	fmt.Println(" false/h babble | recordings waking | near-miss files (other engines) |")
 	fmt.Println("|---|---|---|---|---|---|---|---|" + strings.Repeat("---|", len(engines)) + "---|---|---|")
@@ -181,7 +181,7 @@ func table(rows []row, thresholds []float64, marked float64, markLabel string, r
 				key := r.lang + " " + r.position
 				switch {
 				case r.engine != "espeak" && r.kind == "clean":
-					key = "by " + r.engine
+					key = r.lang + " by " + r.engine
 				case r.engine != "espeak":
 					continue // other engines' noisy copies: in "other" clean only
 				case strings.HasPrefix(r.kind, "noise"):
@@ -224,7 +224,7 @@ func table(rows []row, thresholds []float64, marked float64, markLabel string, r
 		fmt.Printf("| %g%s | %s | %s | %s | %s | %s | %s | %s |", th, mark,
 			cell("en start"), cell("en mid"), cell("en listen"), cell("nl start"), cell("nl mid"), cell("nl listen"), cell("noisy"))
 		for _, e := range engines {
-			fmt.Printf(" %s |", cell("by "+e))
+			fmt.Printf(" %s |", cell(e))
 		}
 		fmt.Printf(" %.2f (%d in %.2f h) | %d of %d | %d (%d) |\n",
 			float64(falseN)/max(negSec/3600, 1e-9), falseN, negSec/3600, clipN, clips, nearN, nearOther)

@@ -47,6 +47,7 @@ class Speaker:
     rate: int  # words per minute
     pitch: int  # 0..99
     engine: str = "espeak"  # or one of OTHER_ENGINES
+    lang: str = "en"  # what an engine other than espeak-ng speaks (espeak-ng's voice says it)
 
     @property
     def spec(self) -> str:
@@ -56,13 +57,27 @@ class Speaker:
 
 
 # English voices of engines the keyword spotter never trained on (it trains
-# on espeak-ng only): how it does on voices made another way is the nearest
-# we get here to speakers it has not heard. Dutch has espeak-ng only.
+# on espeak-ng and flite): how it does on voices made another way is the
+# nearest we get here to speakers it has not heard. Kokoro's are people's
+# voices (a network trained on recordings), Japanese speakers saying
+# espeak-ng's phonemes, in both languages (kokoro_say.py); a voice with "+"
+# mixes two. Dutch has espeak-ng and Kokoro only.
 OTHER_ENGINES = {
     "flite": ["awb", "kal16", "rms", "slt"],
     "festival": ["kal"],
     "piper": ["joe"],
+    "kokoro": [
+        "jf_alpha",
+        "jf_gongitsune",
+        "jf_nezumi",
+        "jf_tebukuro",
+        "jm_kumo",
+        "jm_kumo+jf_alpha",
+        "jm_kumo+jf_nezumi",
+        "jf_gongitsune+jf_tebukuro",
+    ],
 }
+ENGINE_LANGS = {"kokoro": ("en", "nl")}  # the others speak English only
 
 
 @dataclass
@@ -121,10 +136,16 @@ class SpeakerDeck:
     """Deals speakers so that every voice and every variant comes up (round robin over shuffled lists)."""
 
     def __init__(
-        self, rng: random.Random, voice_list: Sequence[str], variant_list: Sequence[str], engine: str = "espeak"
+        self,
+        rng: random.Random,
+        voice_list: Sequence[str],
+        variant_list: Sequence[str],
+        engine: str = "espeak",
+        lang: str = "en",
     ) -> None:
         self.rng = rng
         self.engine = engine
+        self.lang = lang
         # espeak-ng's decks keep the seeds they had before other engines came
         self.key = () if engine == "espeak" else (engine,)
         self.voices = list(voice_list)
@@ -137,7 +158,7 @@ class SpeakerDeck:
         if self.engine != "espeak":
             v = self.voices[self.i % len(self.voices)]
             self.i += 1
-            return Speaker(v, "", self.rng.randint(130, 180), 50, self.engine)
+            return Speaker(v, "", self.rng.randint(130, 180), 50, self.engine, self.lang)
         v = self.voices[self.i % len(self.voices)]
         var = self.variants[self.i % len(self.variants)]
         self.i += 1
@@ -156,6 +177,11 @@ def engine_cmd(text: str, sp: Speaker, wav: str) -> tuple[list[str], str | None]
         return ["flite", "-voice", sp.voice, "--setf", f"duration_stretch={stretch}", "-t", text, "-o", wav], None
     if sp.engine == "festival":
         return ["text2wave", "-eval", f"(Parameter.set 'Duration_Stretch {stretch})", "-o", wav], text
+    if sp.engine == "kokoro":
+        kokoro = os.environ.get("KOKORO", "python3")  # the venv's python (run.sh)
+        say = str(HERE / "kokoro_say.py")
+        speed = f"{sp.rate / 160:.2f}"
+        return [kokoro, say, "--lang", sp.lang, "--voice", sp.voice, "--speed", speed, "--out", wav], text
     if sp.engine == "piper":
         return [
             os.environ.get("PIPER", "piper"),
@@ -360,9 +386,10 @@ class Builder:
     def decks(self, tag: str, lang: str) -> list[tuple[SpeakerDeck, int]]:
         """The speaker decks of lang and how many speakers each deals per sentence."""
         out = [(SpeakerDeck(self.rng(tag, lang), voices(lang), variants()), 2)]
-        if lang == "en":
-            for eng in self.engines:
-                out.append((SpeakerDeck(self.rng(tag, lang, eng), OTHER_ENGINES[eng], [""], eng), 1))
+        for eng in self.engines:
+            if lang in ENGINE_LANGS.get(eng, ("en",)):
+                key = (tag, lang, eng)
+                out.append((SpeakerDeck(self.rng(*key), OTHER_ENGINES[eng], [""], eng, lang), 1))
         return out
 
     def positives(self, clips: list[Clip]) -> None:

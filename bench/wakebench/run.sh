@@ -20,7 +20,8 @@
 #   SPOT_RUN the spotter threshold of the run (default: the head's); with
 #   THRESHOLDS "0.9 0.99" the spotter run is also scored at each of these
 #   ENGINES  "flite festival piper": English voices made by engines the
-#            spotter never trained on (espeak-ng is always in)
+#            spotter never trained on (espeak-ng is always in); "kokoro"
+#            adds Kokoro-82M's speakers in English and Dutch
 #   SMALL=1  the make-test-sized corpus        OUT  bench/out/wake
 #   NICE     10                                THREADS 2
 set -euo pipefail
@@ -39,7 +40,7 @@ mkdir -p "$OUT"
 [ -d models/kws ] || make -s models
 ENGINES=${ENGINES-flite festival piper}
 THRESHOLDS=${THRESHOLDS:-}
-if [[ " $ENGINES " == *" piper "* ]]; then
+if [[ " $ENGINES " == *" piper "* || " $ENGINES " == *" kokoro "* ]]; then
   venv=build/wakebench-venv req=bench/wakebench/requirements-engines.txt
   if [ "$(cat "$venv/.req" 2>/dev/null)" != "$(sha256sum "$req" | cut -d' ' -f1)" ]; then
     rm -rf "$venv"
@@ -47,7 +48,7 @@ if [[ " $ENGINES " == *" piper "* ]]; then
     "$venv/bin/pip" install -q --disable-pip-version-check -r "$req"
     sha256sum "$req" | cut -d' ' -f1 >"$venv/.req"
   fi
-  export PIPER=$PWD/$venv/bin/piper
+  export PIPER=$PWD/$venv/bin/piper KOKORO=$PWD/$venv/bin/python
 fi
 if [ ! -f "$CORPUS/corpus.tsv" ]; then
   python3 bench/wakebench/corpus.py --out "$CORPUS" --shared "$SHARED" ${SMALL:+--small} \

@@ -132,3 +132,32 @@ def test_sentence_files() -> None:
                     corpus.check_position(s, pos)
         for s in corpus.read_lines(f"nearmiss_{lang}.txt"):
             assert not corpus.NAME_RE.search(s), s
+
+
+def test_engine_decks(tmp_path: Path) -> None:
+    """Kokoro speaks both languages, the other engines English only; espeak-ng's decks keep their seeds."""
+    b = corpus.Builder(tmp_path, 21, False, SHARED, ["flite", "kokoro"])
+    plain = corpus.Builder(tmp_path, 21, False, SHARED)
+    try:
+        cases = [("en", ["espeak", "flite", "kokoro"]), ("nl", ["espeak", "kokoro"])]
+        for lang, want in cases:
+            decks = b.decks("deck", lang)
+            assert [d.engine for d, _ in decks] == want, lang
+            for d, _ in decks:
+                sp = d.deal()
+                assert sp.lang == lang or d.engine == "espeak", (lang, sp)
+            mine = b.decks("deck", lang)[0][0].deal()
+            assert mine == plain.decks("deck", lang)[0][0].deal(), lang
+    finally:
+        b.pool.shutdown()
+        plain.pool.shutdown()
+
+
+def test_kokoro_cmd() -> None:
+    sp = corpus.Speaker("jm_kumo+jf_alpha", "", 176, 50, "kokoro", "nl")
+    cmd, stdin = corpus.engine_cmd("Agora, luister.", sp, "/tmp/x.wav")
+    assert stdin == "Agora, luister."
+    assert cmd[1].endswith("kokoro_say.py")
+    args = dict(zip(cmd[2::2], cmd[3::2], strict=True))
+    assert args == {"--lang": "nl", "--voice": "jm_kumo+jf_alpha", "--speed": "1.10", "--out": "/tmp/x.wav"}
+    assert sp.spec == "kokoro:jm_kumo+jf_alpha"
