@@ -134,6 +134,7 @@ def test_sentence_files() -> None:
             assert not corpus.NAME_RE.search(s), s
 
 
+@pytest.mark.skipif(not shutil.which("espeak-ng"), reason="needs espeak-ng (its voice list)")
 def test_engine_decks(tmp_path: Path) -> None:
     """Kokoro speaks both languages, the other engines English only; espeak-ng's decks keep their seeds."""
     b = corpus.Builder(tmp_path, 21, False, SHARED, ["flite", "kokoro"])
