@@ -56,12 +56,12 @@ class Speaker:
         return f"{self.voice}+{self.variant}" if self.variant else self.voice
 
 
-# English voices of engines the keyword spotter never trained on (it trains
-# on espeak-ng and flite): how it does on voices made another way is the
-# nearest we get here to speakers it has not heard. Kokoro's are people's
-# voices (a network trained on recordings), Japanese speakers saying
-# espeak-ng's phonemes, in both languages (kokoro_say.py); a voice with "+"
-# mixes two. Dutch has espeak-ng and Kokoro only.
+# Voices of other engines. The keyword spotter trains on espeak-ng's and
+# flite's, never on festival's, Piper's or Kokoro's: how it does on voices
+# made another way is the nearest we get here to speakers it has not
+# heard. All speak English, Kokoro Dutch too: its voices are people's (a
+# network trained on recordings), Japanese speakers saying espeak-ng's
+# phonemes (kokoro_say.py); a voice with "+" mixes two.
 OTHER_ENGINES = {
     "flite": ["awb", "kal16", "rms", "slt"],
     "festival": ["kal"],
@@ -388,8 +388,7 @@ class Builder:
         out = [(SpeakerDeck(self.rng(tag, lang), voices(lang), variants()), 2)]
         for eng in self.engines:
             if lang in ENGINE_LANGS.get(eng, ("en",)):
-                key = (tag, lang, eng)
-                out.append((SpeakerDeck(self.rng(*key), OTHER_ENGINES[eng], [""], eng, lang), 1))
+                out.append((SpeakerDeck(self.rng(tag, lang, eng), OTHER_ENGINES[eng], [""], eng, lang), 1))
         return out
 
     def positives(self, clips: list[Clip]) -> None:
