@@ -12,25 +12,19 @@ import "strings"
 // "Pythagoras", Config.Reject).
 const maxGlue = 3
 
-// glued reports whether k, the sound key of one written word, is a wake
-// word's with at most maxGlue letters before and after it, and not the
-// start of a rejected word that begins with the name ("agorafo...").
-func (r *Rules) glued(k string) bool {
-	for _, want := range r.fuzzy {
-		i := strings.Index(k, want)
-		if i < 0 {
-			continue
-		}
-		pre, post := k[:i], k[i+len(want):]
-		if pre == "" && post == "" || len(pre) > maxGlue || len(post) > maxGlue {
-			continue
-		}
-		if len(post) >= 2 && r.startsTail(post) {
-			continue
-		}
-		return true
+// glued reports whether k, the sound key of one written word, is want (a
+// wake word's) with at most maxGlue letters before and after it, and not
+// the start of a rejected word that begins with the name ("agorafo...").
+func (r *Rules) glued(k, want string) bool {
+	i := strings.Index(k, want)
+	if i < 0 {
+		return false
 	}
-	return false
+	pre, post := k[:i], k[i+len(want):]
+	if pre == "" && post == "" || len(pre) > maxGlue || len(post) > maxGlue {
+		return false
+	}
+	return len(post) < 2 || !r.startsTail(post)
 }
 
 // startsTail reports whether s begins the rest of a rejected word that

@@ -408,12 +408,11 @@ func (r *Rules) wakeAt(toks []token, i int, blocked []bool) int {
 	if n := matchAt(toks, i, r.words); n > 0 && !anyBlocked(blocked, i, n) {
 		return n
 	}
+	one := soundKey(toks[i : i+1])
 	for _, want := range r.fuzzy {
-		if !blocked[i] && editDistance(soundKey(toks[i:i+1]), want) <= maxEdits {
+		// One edit off ("Adora"), or run into its neighbours ("Heagora").
+		if !blocked[i] && (editDistance(one, want) <= maxEdits || r.glued(one, want)) {
 			return 1
-		}
-		if !blocked[i] && r.glued(soundKey(toks[i:i+1])) {
-			return 1 // "Heagora": the name run into the words around it
 		}
 		for n := 2; n <= maxJoin && i+n <= len(toks); n++ {
 			if !anyBlocked(blocked, i, n) && soundKey(toks[i:i+n]) == want {

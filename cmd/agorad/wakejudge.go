@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/agora/agorad/audio"
+	"github.com/agora/agorad/cmd/agorad/internal/daemon"
 	"github.com/agora/agorad/transcribe"
 	"github.com/agora/agorad/transcribe/model"
 	"github.com/agora/agorad/wake"
@@ -49,7 +50,7 @@ func (j wakeJudge) match(ctx context.Context, samples []float32, res transcribe.
 		return judged{}, err
 	}
 	out := judged{text: text, hit: &h}
-	s := wake.Spot{Score: h.Score, End: h.End, Heard: h.Heard, Late: h.Late}
+	s := *daemon.SpotOf(&h)
 	if from, ok := j.rules.TailFrom(res.Text, res.Words, s); ok && j.tail != nil {
 		start := time.Now()
 		tail, from, err := wake.HearTail(ctx, func(ctx context.Context, samples []float32) (string, error) {

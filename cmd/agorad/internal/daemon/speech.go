@@ -476,11 +476,12 @@ func spotFor(whisper, kept transcribe.Result, h *kws.Hit) *wake.Spot {
 	if strings.TrimSpace(kept.Text) == "" && strings.TrimSpace(whisper.Text) != "" {
 		return nil
 	}
-	return spotOf(h)
+	return SpotOf(h)
 }
 
-// spotOf is the spotter's verdict for the router, nil when it did not run.
-func spotOf(h *kws.Hit) *wake.Spot {
+// SpotOf is the spotter's verdict for the wake rules, nil when it did not
+// run: the router's here, `agorad transcribe`'s in cmd/agorad.
+func SpotOf(h *kws.Hit) *wake.Spot {
 	if h == nil {
 		return nil
 	}

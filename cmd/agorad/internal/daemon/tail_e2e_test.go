@@ -65,8 +65,8 @@ func TestHearTailRealWhisper(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		first := rules.MatchSpot(res.Text, res.Words, *spotOf(&hit)).Action
-		spot := sp.hearTail(context.Background(), job{audioID: "a", samples: samples}, res, spotOf(&hit))
+		first := rules.MatchSpot(res.Text, res.Words, *SpotOf(&hit)).Action
+		spot := sp.hearTail(context.Background(), job{audioID: "a", samples: samples}, res, SpotOf(&hit))
 		got := rules.MatchSpot(res.Text, res.Words, *spot).Action
 		t.Logf("%-26s %q: whisper %q, spotter %.3f; tail %q; verdict %s (whole text alone: %s)", tt.voice, tt.text, res.Text, hit.Score, spot.Tail, got, first)
 		if got == wake.Listen {
