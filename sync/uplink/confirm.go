@@ -25,6 +25,7 @@ type held struct {
 	first    time.Time // first PUBACK: how long the backend has been silent
 	last     time.Time // last PUBACK: when the next re-publication is due
 	released bool      // due: being published again (not held back by drain)
+	data     bool      // a data-lane entry: re-published through the probe (below)
 	parked   string    // the backend parked it (reason): kept, never released (parked.go)
 	parkedAt time.Time
 }
@@ -68,7 +69,7 @@ func (c *Client) settled(e buffer.Entry, now time.Time) bool {
 	}
 	h := c.awaiting[e.ID]
 	if h == nil {
-		h = &held{seq: e.Seq, first: now}
+		h = &held{seq: e.Seq, first: now, data: e.Lane == buffer.LaneData}
 		c.awaiting[e.ID] = h
 	}
 	h.last, h.released = now, false
@@ -93,60 +94,131 @@ func (c *Client) holdForAck(e buffer.Entry) bool {
 	return ok && !h.released
 }
 
-// releaseDue releases entries for re-publication once the oldest held one
-// waited AckTimeout. All held entries go together ("go back N"), so the
-// re-publications reach the backend in seq order, ahead of anything newer.
+// releaseDue releases entries for re-publication once one waited
+// AckTimeout without the backend's confirmation.
+//
+// The control lane goes back N: every held event is published again, in
+// seq order. The data lane (utterances, batches) probes: only its oldest
+// held entry is published again, every AckTimeout, and no other data entry
+// goes out (gated) until the backend confirms or parks it. Then every data
+// entry that waited AckTimeout follows in seq order, and new ones after
+// them. Going back N on the data lane reordered it whenever the backend
+// started hearing again in the middle of a burst (an ACL fixed, a bridge
+// back): the entries after the switch arrived before the ones before it,
+// which were sent again only after another AckTimeout. One entry in flight
+// cannot be overtaken, and a long outage costs one message per AckTimeout
+// instead of the whole backlog each time.
 func (c *Client) releaseDue(now time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	due := false
-	for _, h := range c.awaiting {
-		if !h.released && h.parked == "" && now.Sub(h.last) >= c.opts.AckTimeout {
-			due = true
-			break
-		}
-	}
 	c.expireParkedNotes(now)
 	for id, a := range c.early {
 		if now.Sub(a.at) > 10*c.opts.AckTimeout {
 			delete(c.early, id) // an ack for an entry this process never sent
 		}
 	}
-	if !due {
-		return
+	c.endProbe(now)
+	due := func(h *held) bool {
+		return !h.released && h.parked == "" && now.Sub(h.last) >= c.opts.AckTimeout
 	}
 	n := 0
 	var first uint64
+	release := func(h *held) {
+		h.released = true
+		n++
+		if first == 0 || h.seq < first {
+			first = h.seq
+		}
+	}
+	controlDue, dataDue := false, false
 	for _, h := range c.awaiting {
-		if !h.released && h.parked == "" {
-			h.released = true
-			n++
-			if first == 0 || h.seq < first {
-				first = h.seq
+		if due(h) {
+			controlDue = controlDue || !h.data
+			dataDue = dataDue || h.data
+		}
+	}
+	if controlDue {
+		for _, h := range c.awaiting {
+			if !h.data && !h.released && h.parked == "" {
+				release(h)
 			}
 		}
 	}
+	if p := c.awaiting[c.probe]; c.probe != "" && due(p) {
+		release(p) // the probe again: still not confirmed
+	} else if c.probe == "" && dataDue {
+		var oldest *held
+		for id, h := range c.awaiting {
+			if h.data && h.parked == "" && (oldest == nil || h.seq < oldest.seq) {
+				oldest, c.probe = h, id
+			}
+		}
+		if !oldest.released {
+			release(oldest)
+		}
+	}
+	if n == 0 {
+		return
+	}
 	c.republished.Add(uint64(n))
 	c.log.Debug("entries not confirmed by the backend within ack_timeout, publishing them again",
-		"count", n, "from_seq", first, "ack_timeout", c.opts.AckTimeout)
+		"count", n, "from_seq", first, "ack_timeout", c.opts.AckTimeout, "probe", c.probe)
 }
 
-// releaseAll releases every held entry (a new session).
+// endProbe ends the data lane's probe once the backend confirmed (deleted)
+// or parked it: the backend hears again, so every data entry that waited
+// AckTimeout is released, in seq order ahead of new ones. c.mu is held.
+func (c *Client) endProbe(now time.Time) {
+	if c.probe == "" {
+		return
+	}
+	if h, ok := c.awaiting[c.probe]; ok && h.parked == "" {
+		return
+	}
+	c.probe = ""
+	for _, h := range c.awaiting {
+		if h.data && !h.released && h.parked == "" && now.Sub(h.last) >= c.opts.AckTimeout {
+			h.released = true
+			c.republished.Add(1)
+		}
+	}
+}
+
+// gated reports whether e waits for the data lane's probe: a data entry
+// other than the probe while the probe is out.
+func (c *Client) gated(e buffer.Entry) bool {
+	if e.Lane != buffer.LaneData {
+		return false
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.endProbe(time.Now())
+	return c.probe != "" && e.ID != c.probe
+}
+
+// releaseAll releases every held entry (a new session): the data lane goes
+// back N too, a new connection is not evidence that the backend stopped
+// hearing (mosquitto before 2.0.22 closes the session after the first
+// denied publish, so nothing after it can overtake it).
 func (c *Client) releaseAll() {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.probe = ""
 	for _, h := range c.awaiting {
 		h.released = h.parked == "" // parked: not sent again by this process
 	}
 }
 
-// nextAckDeadline is when the oldest held entry becomes due.
+// nextAckDeadline is when the next held entry becomes due: the probe's
+// while one is out (the other data entries wait for it), otherwise the
+// oldest held entry's.
 func (c *Client) nextAckDeadline() (time.Time, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.endProbe(time.Now())
 	var next time.Time
-	for _, h := range c.awaiting {
-		if h.released || h.parked != "" {
+	for id, h := range c.awaiting {
+		if h.released || h.parked != "" || (h.data && c.probe != "" && id != c.probe) {
 			continue
 		}
 		if d := h.last.Add(c.opts.AckTimeout); next.IsZero() || d.Before(next) {
@@ -154,6 +226,22 @@ func (c *Client) nextAckDeadline() (time.Time, bool) {
 		}
 	}
 	return next, !next.IsZero()
+}
+
+// probeSettled wakes the session when the probe was confirmed or parked
+// outside it (the backend's commands): the data entries it held back go
+// out now, not at the next timer. c.mu is held.
+func (c *Client) probeSettled() {
+	if c.probe == "" {
+		return
+	}
+	if h, ok := c.awaiting[c.probe]; ok && h.parked == "" {
+		return
+	}
+	select {
+	case c.kick <- struct{}{}:
+	default:
+	}
 }
 
 // heldCount is the number of entries PUBACKed and not yet confirmed.
@@ -225,6 +313,7 @@ func (c *Client) confirm(ids []string) {
 			c.early[id] = earlyAck{at: now, counted: true}
 		}
 	}
+	c.probeSettled()
 	c.mu.Unlock()
 }
 

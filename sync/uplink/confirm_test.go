@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"io"
 	"log/slog"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -126,14 +127,15 @@ func TestDeliveryBackend(t *testing.T) {
 	opts.Logger = slog.New(slog.NewTextHandler(logs, nil))
 	c := newClient(t, opts, st, nil)
 	runClient(t, c)
-	msgs, ok := sub.WaitCount(6, 10*time.Second)
+	msgs, ok := sub.WaitCount(5, 10*time.Second)
 	if !ok {
 		t.Fatalf("not published again without the backend's ack: %d messages", len(msgs))
 	}
+	// The three, then only the oldest again (the data lane's probe).
 	got := decode(t, msgs)
-	for i, m := range got[:6] {
-		if w := want[i%3]; m.ID != w.ID || m.Seq != w.Seq {
-			t.Fatalf("message %d: id %s seq %d, want %s seq %d (same id and seq, in order)", i, m.ID, m.Seq, w.ID, w.Seq)
+	for i, m := range got[:5] {
+		if w := want[min(i, 3)%3]; m.ID != w.ID || m.Seq != w.Seq {
+			t.Fatalf("message %d: id %s seq %d, want %s seq %d (same id and seq, in order, then the oldest alone)", i, m.ID, m.Seq, w.ID, w.Seq)
 		}
 	}
 	if n, _ := st.OutboxCount(); n != 3 {
@@ -161,6 +163,122 @@ func TestDeliveryBackend(t *testing.T) {
 	if !strings.Contains(logs.String(), "confirms outbox entries again") {
 		t.Error("end of the episode not logged")
 	}
+}
+
+// After ack_timeout without the backend's ack the data lane probes: only
+// its oldest entry is published again, every ack_timeout, and nothing newer
+// goes out, so entries sent before the backend heard again cannot arrive
+// after ones sent since (an ACL fixed in the middle of a burst reordered
+// them). Once the backend confirms or parks the probe, the entries held back
+// follow in seq order, the waiting ones first, then the new ones.
+func TestDataLaneProbe(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real mosquitto")
+	}
+	for _, tc := range []struct {
+		name   string
+		settle func(t *testing.T, b *brokertest.Broker, dev, id string) // the backend's answer to the probe
+	}{
+		{"confirmed", func(t *testing.T, b *brokertest.Broker, dev, id string) {
+			publish(t, b, "agora/v1/"+dev+"/commands", `{"id":"ack-probe","type":"ack","ids":["`+id+`"]}`)
+		}},
+		{"parked", func(t *testing.T, b *brokertest.Broker, dev, id string) {
+			publish(t, b, "agora/v1/"+dev+"/commands", `{"id":"park-probe","type":"parked","ids":["`+id+`"],"reason":"graph_rejected"}`)
+			publish(t, b, "agora/v1/"+dev+"/commands", `{"id":"ack-probe","type":"ack","ids":["`+id+`"]}`)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dev := "dev-probe-" + tc.name
+			b := brokertest.Start(t)
+			sub := b.Subscribe(t, "agora/v1/"+dev+"/utterances")
+			st := newStore(t)
+			old := enqueueUtterances(t, st, 3, false, "before")
+			opts := testOptions(dev, b.URL())
+			opts.Delivery, opts.AckTimeout = DeliveryBackend, 300*time.Millisecond
+			c := newClient(t, opts, st, nil)
+			runClient(t, c)
+			msgs, ok := sub.WaitCount(5, 10*time.Second) // the three, the probe twice
+			if !ok {
+				t.Fatalf("%d messages, want the three and two probes", len(msgs))
+			}
+			fresh := enqueueUtterances(t, st, 2, false, "during")
+			time.Sleep(4 * opts.AckTimeout)
+			got := decode(t, sub.Messages())
+			for i, m := range got {
+				if w := old[min(i, 3)%3]; m.ID != w.ID {
+					t.Fatalf("message %d while probing: %s (seq %d), want %s (seq %d): only the oldest is published again, nothing newer goes out",
+						i, m.ID, m.Seq, w.ID, w.Seq)
+				}
+			}
+			probes := len(got) - 3
+			if probes < 4 {
+				t.Errorf("the probe published %d times in about 6 ack_timeouts, want it every ack_timeout", probes)
+			}
+
+			tc.settle(t, b, dev, old[0].ID)
+			order := []buffer.Entry{old[1], old[2], fresh[0], fresh[1]}
+			msgs, ok = sub.WaitCount(len(got)+len(order), 5*time.Second)
+			if !ok {
+				t.Fatalf("after the probe was %s: %d messages, want %d more", tc.name, len(msgs)-len(got), len(order))
+			}
+			for i, m := range decode(t, msgs)[len(got):][:len(order)] {
+				if w := order[i]; m.ID != w.ID || m.Seq != w.Seq {
+					t.Errorf("message %d after the probe was %s: %s seq %d, want %s seq %d (the waiting ones, then the new ones, in seq order)",
+						i, tc.name, m.ID, m.Seq, w.ID, w.Seq)
+				}
+			}
+			var ids []string
+			for _, e := range order {
+				ids = append(ids, `"`+e.ID+`"`)
+			}
+			publish(t, b, "agora/v1/"+dev+"/commands", `{"id":"ack-rest","type":"ack","ids":[`+strings.Join(ids, ",")+`]}`)
+			left := 0
+			if tc.name == "parked" {
+				left = 1 // kept on the device, not sent again
+			}
+			waitUntil(t, 10*time.Second, "the others confirmed", func() bool { n, _ := st.OutboxCount(); return n == left })
+		})
+	}
+}
+
+// The CI failure that led to the data lane's probe: an ACL fixed while the
+// device was publishing its unconfirmed backlog again let the entries after
+// the fix through and dropped the ones before it, which reached the backend
+// only one ack_timeout later, after the others. A backlog of 200 published
+// with two in flight is on the wire for most of each ack_timeout, so going
+// back N reorders most runs; the probe must never.
+func TestACLFixedMidBacklog(t *testing.T) {
+	if testing.Short() {
+		t.Skip("real mosquitto")
+	}
+	const dev = "dev-mid"
+	denied := []string{"user " + dev, "topic read agora/v1/" + dev + "/commands", "user backend", "topic readwrite agora/v1/#"}
+	b := brokertest.Start(t, brokertest.WithPassword(dev, "pw-dev"), brokertest.WithPassword("backend", "pw-be"), brokertest.WithACL(denied...),
+		brokertest.WithConfig("max_queued_messages 1000")) // the session is kept after a denied publish
+	br := startBridge(t, b, dev, "backend", "pw-be")
+	st := newStore(t)
+	want := map[string]uint64{}
+	for _, e := range enqueueUtterances(t, st, 200, false, "backlog") {
+		want[e.ID] = e.Seq
+	}
+	opts := testOptions(dev, b.URL())
+	opts.Username, opts.Password = dev, "pw-dev"
+	// A few in flight: the backlog takes about as long to publish again as
+	// ack_timeout, so the fix lands in the middle of it.
+	opts.Delivery, opts.AckTimeout, opts.Window = DeliveryBackend, 20*time.Millisecond, 2
+	c := newClient(t, opts, st, nil)
+	runClient(t, c)
+	waitUntil(t, 10*time.Second, "the backlog unconfirmed", func() bool { return c.Stats().Unconfirmed == len(want) })
+	time.Sleep(time.Duration(50+rand.IntN(100)) * time.Millisecond) // published again meanwhile
+	if err := b.SetACL("user "+dev, "topic readwrite agora/v1/"+dev+"/#", "user backend", "topic readwrite agora/v1/#"); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, 20*time.Second, "outbox empty after the ACL fix", func() bool { n, _ := st.OutboxCount(); return n == 0 })
+	data, _ := br.received(t)
+	checkDelivery(t, data, want)
 }
 
 // ackingBridge acknowledges every utterance, batch and event it receives,

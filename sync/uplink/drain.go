@@ -44,6 +44,7 @@ func (c *Client) session(ctx context.Context, cli paho.Client, lost <-chan error
 		case err := <-lost:
 			return fmt.Errorf("connection lost: %w", err)
 		case <-c.outbox.Notify():
+		case <-c.kick:
 		case <-ackTimer.C:
 			c.releaseDue(time.Now())
 		case <-c.statusReq:
@@ -186,7 +187,7 @@ func (c *Client) drain(ctx context.Context, cli paho.Client, lost <-chan error) 
 		}
 		fresh := 0
 		for _, e := range entries {
-			if sent[e.ID] || c.holdForAck(e) {
+			if sent[e.ID] || c.holdForAck(e) || c.gated(e) {
 				continue
 			}
 			topic, payloads, rerr := protocol.RenderParts(c.opts.DeviceID, e)

@@ -54,6 +54,7 @@ func (c *Client) park(ids []string, reason string) {
 		}
 		h.parked, h.parkedAt, h.released = reason, now, false
 	}
+	c.probeSettled() // a parked probe: the data lane moves on
 }
 
 // settleParked is settled's part for an entry the backend parked before

@@ -102,7 +102,7 @@ type Options struct {
 // Stats are counters for metrics.
 type Stats struct {
 	Published        uint64 // outbox entries confirmed by PUBACK
-	Republished      uint64 // batches re-published after AckTimeout
+	Republished      uint64 // entries released for re-publication after AckTimeout
 	Connects         uint64
 	ConnectFailures  uint64
 	Reconnects       uint64 // sessions that ended other than by shutdown
@@ -141,10 +141,12 @@ type Client struct {
 	online        atomic.Bool
 	onlineChanged chan bool
 	statusReq     chan struct{}
+	kick          chan struct{} // the data lane's probe settled (confirm.go)
 	commands      *inbox
 
 	mu       sync.Mutex
 	awaiting map[string]*held    // PUBACKed entries waiting for the backend's ack
+	probe    string              // the data entry published again alone, "" for none (confirm.go)
 	early    map[string]earlyAck // acks for entries not (yet) waiting
 	// earlyParked: parked commands for ids not (yet) held (parked.go).
 	earlyParked map[string]parkedNote
@@ -210,6 +212,7 @@ func New(opts Options, outbox Outbox, handler CommandHandler) (*Client, error) {
 		log:           opts.Logger.With("component", "uplink"),
 		onlineChanged: make(chan bool, 1),
 		statusReq:     make(chan struct{}, 1),
+		kick:          make(chan struct{}, 1),
 		commands:      newInbox(),
 		awaiting:      map[string]*held{},
 		early:         map[string]earlyAck{},
