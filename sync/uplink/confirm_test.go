@@ -364,8 +364,9 @@ func (br *ackingBridge) received(t testing.TB) (data, events []wireMsg) {
 //     publishes were still unread), so no PUBACK and no count is promised
 //     within any time: the entry must stay and be published again first on
 //     every new session. Waiting for a count here made the test flaky: a
-//     run of lost PUBACKs outlasted the 30s wait (a session closed while
-//     the drain is inside paho's Publish also stalls PublishTimeout there).
+//     run of lost PUBACKs outlasted the 30s wait (and, before handOver, a
+//     session closed while the drain was inside paho's Publish stalled
+//     PublishTimeout there: TestSessionDroppedMidPublish).
 func TestACLDenialBackendDelivery(t *testing.T) {
 	if testing.Short() {
 		t.Skip("real mosquitto")

@@ -61,7 +61,11 @@ func (c *Client) publishStatus(ctx context.Context, cli paho.Client, lost <-chan
 		c.log.Error("render status", "err", err)
 		return nil
 	}
-	if err := wait(ctx, cli.Publish(topic, 1, true, payload), c.opts.PublishTimeout, lost); err != nil {
+	tok, err := handOver(ctx, cli, topic, true, payload, lost)
+	if err == nil {
+		err = wait(ctx, tok, c.opts.PublishTimeout, lost)
+	}
+	if err != nil {
 		return fmt.Errorf("publish status: %w", err)
 	}
 	return nil
@@ -204,7 +208,9 @@ func (c *Client) drain(ctx context.Context, cli paho.Client, lost <-chan error) 
 			// so they arrive in order and the entry settles once.
 			toks := make([]paho.Token, len(payloads))
 			for i, p := range payloads {
-				toks[i] = cli.Publish(topic, 1, false, p)
+				if toks[i], err = handOver(ctx, cli, topic, false, p, lost); err != nil {
+					return published, fmt.Errorf("publish entry %s (seq %d, message %d of %d): %w", e.ID, e.Seq, i+1, len(payloads), err)
+				}
 			}
 			window = append(window, inflight{e: e, toks: toks})
 			published++

@@ -30,7 +30,11 @@ func (c *Client) PublishUnstored(ctx context.Context, topic string, payload []by
 	if cli == nil || !c.Online() {
 		return ErrOffline
 	}
-	if err := wait(ctx, cli.Publish(topic, 1, false, payload), c.opts.PublishTimeout, nil); err != nil {
+	tok, err := handOver(ctx, cli, topic, false, payload, nil)
+	if err == nil {
+		err = wait(ctx, tok, c.opts.PublishTimeout, nil)
+	}
+	if err != nil {
 		return fmt.Errorf("publish unstored message on %s: %w", topic, err)
 	}
 	c.published.Add(1)

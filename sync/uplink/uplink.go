@@ -413,8 +413,11 @@ func (c *Client) connectLoop(ctx context.Context) {
 // goodbye publishes online:false (a clean disconnect suppresses the will).
 func (c *Client) goodbye(cli paho.Client) {
 	if topic, payload, err := c.status(false); err == nil {
-		tok := cli.Publish(topic, 1, true, payload)
-		tok.WaitTimeout(2 * time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if tok, err := handOver(ctx, cli, topic, true, payload, nil); err == nil {
+			_ = wait(ctx, tok, 2*time.Second, nil)
+		}
+		cancel()
 	}
 	cli.Disconnect(250)
 	c.log.Info("disconnected from MQTT broker", "broker", c.url)
