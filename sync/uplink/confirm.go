@@ -185,14 +185,16 @@ func (c *Client) endProbe(now time.Time) {
 }
 
 // gated reports whether e waits for the data lane's probe: a data entry
-// other than the probe while the probe is out.
+// other than the probe while the probe is out. Only releaseDue ends a probe
+// (at the top of each page of the drain, and the session wakes for it): one
+// ended in the middle of a page let new entries out ahead of the held ones
+// it releases, which that page had already skipped.
 func (c *Client) gated(e buffer.Entry) bool {
 	if e.Lane != buffer.LaneData {
 		return false
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.endProbe(time.Now())
 	return c.probe != "" && e.ID != c.probe
 }
 
@@ -211,11 +213,10 @@ func (c *Client) releaseAll() {
 
 // nextAckDeadline is when the next held entry becomes due: the probe's
 // while one is out (the other data entries wait for it), otherwise the
-// oldest held entry's.
+// oldest held entry's. A probe settled meanwhile has kicked the session.
 func (c *Client) nextAckDeadline() (time.Time, bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	c.endProbe(time.Now())
 	var next time.Time
 	for id, h := range c.awaiting {
 		if h.released || h.parked != "" || (h.data && c.probe != "" && id != c.probe) {
