@@ -169,10 +169,7 @@ func (c *Client) releaseDue(now time.Time) {
 // or parked it: the backend hears again, so every data entry that waited
 // AckTimeout is released, in seq order ahead of new ones. c.mu is held.
 func (c *Client) endProbe(now time.Time) {
-	if c.probe == "" {
-		return
-	}
-	if h, ok := c.awaiting[c.probe]; ok && h.parked == "" {
+	if !c.probeSettledLocked() {
 		return
 	}
 	c.probe = ""
@@ -233,16 +230,23 @@ func (c *Client) nextAckDeadline() (time.Time, bool) {
 // outside it (the backend's commands): the data entries it held back go
 // out now, not at the next timer. c.mu is held.
 func (c *Client) probeSettled() {
-	if c.probe == "" {
-		return
-	}
-	if h, ok := c.awaiting[c.probe]; ok && h.parked == "" {
+	if !c.probeSettledLocked() {
 		return
 	}
 	select {
 	case c.kick <- struct{}{}:
 	default:
 	}
+}
+
+// probeSettledLocked reports whether a probe is set and the backend
+// confirmed (deleted) or parked it. c.mu is held.
+func (c *Client) probeSettledLocked() bool {
+	if c.probe == "" {
+		return false
+	}
+	h, ok := c.awaiting[c.probe]
+	return !ok || h.parked != ""
 }
 
 // heldCount is the number of entries PUBACKed and not yet confirmed.

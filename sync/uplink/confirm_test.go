@@ -177,12 +177,13 @@ func TestDataLaneProbe(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
+		kept   int                                                      // entries left in the outbox at the end (parked: kept, not sent again)
 		settle func(t *testing.T, b *brokertest.Broker, dev, id string) // the backend's answer to the probe
 	}{
-		{"confirmed", func(t *testing.T, b *brokertest.Broker, dev, id string) {
+		{"confirmed", 0, func(t *testing.T, b *brokertest.Broker, dev, id string) {
 			publish(t, b, "agora/v1/"+dev+"/commands", `{"id":"ack-probe","type":"ack","ids":["`+id+`"]}`)
 		}},
-		{"parked", func(t *testing.T, b *brokertest.Broker, dev, id string) {
+		{"parked", 1, func(t *testing.T, b *brokertest.Broker, dev, id string) {
 			publish(t, b, "agora/v1/"+dev+"/commands", `{"id":"park-probe","type":"parked","ids":["`+id+`"],"reason":"graph_rejected"}`)
 			publish(t, b, "agora/v1/"+dev+"/commands", `{"id":"ack-probe","type":"ack","ids":["`+id+`"]}`)
 		}},
@@ -241,11 +242,7 @@ func TestDataLaneProbe(t *testing.T) {
 				ids = append(ids, `"`+e.ID+`"`)
 			}
 			publish(t, b, "agora/v1/"+dev+"/commands", `{"id":"ack-rest","type":"ack","ids":[`+strings.Join(ids, ",")+`]}`)
-			left := 0
-			if tc.name == "parked" {
-				left = 1 // kept on the device, not sent again
-			}
-			waitUntil(t, 10*time.Second, "the others confirmed", func() bool { n, _ := st.OutboxCount(); return n == left })
+			waitUntil(t, 10*time.Second, "the others confirmed", func() bool { n, _ := st.OutboxCount(); return n == tc.kept })
 		})
 	}
 }
@@ -279,15 +276,22 @@ func TestACLFixedMidBacklog(t *testing.T) {
 	runClient(t, c)
 	waitUntil(t, 10*time.Second, "the backlog unconfirmed", func() bool { return c.Stats().Unconfirmed == len(want) })
 	time.Sleep(time.Duration(50+rand.IntN(100)) * time.Millisecond) // published again meanwhile
+	allowDevice(t, b, dev)
+	waitUntil(t, 20*time.Second, "outbox empty after the ACL fix", func() bool { n, _ := st.OutboxCount(); return n == 0 })
+	data, _ := br.received(t)
+	checkDelivery(t, data, want)
+}
+
+// allowDevice fixes the ACL of the denial tests: dev may use all its
+// topics, backend everything; the broker reloads it (SIGHUP).
+func allowDevice(t *testing.T, b *brokertest.Broker, dev string) {
+	t.Helper()
 	if err := b.SetACL("user "+dev, "topic readwrite agora/v1/"+dev+"/#", "user backend", "topic readwrite agora/v1/#"); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Reload(); err != nil {
 		t.Fatal(err)
 	}
-	waitUntil(t, 20*time.Second, "outbox empty after the ACL fix", func() bool { n, _ := st.OutboxCount(); return n == 0 })
-	data, _ := br.received(t)
-	checkDelivery(t, data, want)
 }
 
 // ackingBridge acknowledges every utterance, batch and event it receives,
@@ -473,12 +477,7 @@ func (tc aclDenial) run(t *testing.T) {
 		t.Logf("this mosquitto kept the session after denied publishes (2.0.22 or later?): ran as the PUBACKed case")
 	}
 
-	if err := b.SetACL(append(denied[:1:1], "topic readwrite agora/v1/"+dev+"/#", "user backend", "topic readwrite agora/v1/#")...); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Reload(); err != nil {
-		t.Fatal(err)
-	}
+	allowDevice(t, b, dev)
 	waitUntil(t, 20*time.Second, "outbox empty after the ACL fix", func() bool { n, _ := st.OutboxCount(); return n == 0 })
 	data, events := br.received(t)
 	checkDelivery(t, data, want)

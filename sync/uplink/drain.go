@@ -61,11 +61,7 @@ func (c *Client) publishStatus(ctx context.Context, cli paho.Client, lost <-chan
 		c.log.Error("render status", "err", err)
 		return nil
 	}
-	tok, err := handOver(ctx, cli, topic, true, payload, lost)
-	if err == nil {
-		err = wait(ctx, tok, c.opts.PublishTimeout, lost)
-	}
-	if err != nil {
+	if err := publishWait(ctx, cli, topic, true, payload, c.opts.PublishTimeout, lost); err != nil {
 		return fmt.Errorf("publish status: %w", err)
 	}
 	return nil

@@ -3,6 +3,7 @@ package uplink
 import (
 	"context"
 	"fmt"
+	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
 )
@@ -25,4 +26,14 @@ func handOver(ctx context.Context, cli paho.Client, topic string, retained bool,
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
+}
+
+// publishWait is handOver, then wait for the PUBACK: one message published
+// and confirmed by the broker within timeout, or an error.
+func publishWait(ctx context.Context, cli paho.Client, topic string, retained bool, payload []byte, timeout time.Duration, lost <-chan error) error {
+	tok, err := handOver(ctx, cli, topic, retained, payload, lost)
+	if err != nil {
+		return err
+	}
+	return wait(ctx, tok, timeout, lost)
 }

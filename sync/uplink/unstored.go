@@ -30,11 +30,7 @@ func (c *Client) PublishUnstored(ctx context.Context, topic string, payload []by
 	if cli == nil || !c.Online() {
 		return ErrOffline
 	}
-	tok, err := handOver(ctx, cli, topic, false, payload, nil)
-	if err == nil {
-		err = wait(ctx, tok, c.opts.PublishTimeout, nil)
-	}
-	if err != nil {
+	if err := publishWait(ctx, cli, topic, false, payload, c.opts.PublishTimeout, nil); err != nil {
 		return fmt.Errorf("publish unstored message on %s: %w", topic, err)
 	}
 	c.published.Add(1)

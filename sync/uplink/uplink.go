@@ -414,9 +414,7 @@ func (c *Client) connectLoop(ctx context.Context) {
 func (c *Client) goodbye(cli paho.Client) {
 	if topic, payload, err := c.status(false); err == nil {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		if tok, err := handOver(ctx, cli, topic, true, payload, nil); err == nil {
-			_ = wait(ctx, tok, 2*time.Second, nil)
-		}
+		_ = publishWait(ctx, cli, topic, true, payload, 2*time.Second, nil) // best effort: shutting down
 		cancel()
 	}
 	cli.Disconnect(250)
