@@ -41,13 +41,8 @@ mkdir -p "$OUT"
 ENGINES=${ENGINES-flite festival piper}
 THRESHOLDS=${THRESHOLDS:-}
 if [[ " $ENGINES " == *" piper "* || " $ENGINES " == *" kokoro "* ]]; then
-  venv=build/wakebench-venv req=bench/wakebench/requirements-engines.txt
-  if [ "$(cat "$venv/.req" 2>/dev/null)" != "$(sha256sum "$req" | cut -d' ' -f1)" ]; then
-    rm -rf "$venv"
-    python3 -m venv "$venv"
-    "$venv/bin/pip" install -q --disable-pip-version-check -r "$req"
-    sha256sum "$req" | cut -d' ' -f1 >"$venv/.req"
-  fi
+  venv=build/wakebench-venv
+  bash scripts/pyvenv.sh "$venv" bench/wakebench/requirements-engines.txt
   export PIPER=$PWD/$venv/bin/piper KOKORO=$PWD/$venv/bin/python
 fi
 if [ ! -f "$CORPUS/corpus.tsv" ]; then

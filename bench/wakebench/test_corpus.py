@@ -7,6 +7,7 @@ import array
 import csv
 import math
 import shutil
+import subprocess
 import sys
 import wave
 from pathlib import Path
@@ -162,3 +163,20 @@ def test_kokoro_cmd() -> None:
     args = dict(zip(cmd[2::2], cmd[3::2], strict=True))
     assert args == {"--lang": "nl", "--voice": "jm_kumo+jf_alpha", "--speed": "1.10", "--out": "/tmp/x.wav"}
     assert sp.spec == "kokoro:jm_kumo+jf_alpha"
+
+
+@pytest.mark.parametrize(
+    ("args", "stdin", "want"),
+    [
+        ([], "Agora", "--lang, --voice and --out are required without --batch"),
+        (["--lang", "nl", "--voice", "jf_alpha"], "Agora", "--lang, --voice and --out are required without --batch"),
+        (["--batch"], '{"lang": "en"}\n', "line 1 of the batch"),
+        (["--batch"], "not json\n", "line 1 of the batch"),
+    ],
+)
+def test_kokoro_say_refuses(args: list[str], stdin: str, want: str) -> None:
+    """Bad arguments and bad batch lines are named, before Kokoro is loaded."""
+    say = Path(__file__).resolve().parent / "kokoro_say.py"
+    res = subprocess.run([sys.executable, str(say), *args], input=stdin, capture_output=True, text=True)
+    assert res.returncode != 0
+    assert want in res.stderr

@@ -2,6 +2,7 @@
 """Trains the keyword spotter's head for the name "Agora" (wake/kws).
 
     python train.py gen   OUT      synthesise the training clips (espeak-ng, sox)
+    python train.py gen-kokoro OUT  and the clips of Kokoro's people's voices (KOKORO: its venv's python)
     python train.py embed OUT      their embeddings, by the daemon's own front end
     python train.py fit   OUT HEAD train, write the head (JSON) with the threshold KWS_THRESHOLD
     python train.py gate  OUT HEAD GATE  teach a small network the head's logit: the gate (JSON)
@@ -18,6 +19,10 @@ the text only up to the name). Negatives: carrier phrases without the name,
 words that sound like it (angora, Agra, agorafobie, ...), babble of two or
 three carriers at once, noise. The head is the mean logit of a few small
 networks.
+gen-kokoro makes the same kinds of clips said by three of Kokoro-82M's
+five speakers and their mixes, people's voices; the other two and their
+mix stay unheard, for the benchmark. fit and gate read them with
+KWS_SETS=clips,kokoro (tried, not in the shipped head: docs/wake.md).
 KWS_HOLDOUT=1 keeps every fourth variant out of the fit and reports on it;
 the benchmark (bench/wakebench, bench/kwsbench) uses its own sentences and
 voices of other engines.
@@ -25,6 +30,7 @@ voices of other engines.
 
 from __future__ import annotations
 
+import hashlib
 import itertools
 import json
 import os
@@ -368,13 +374,71 @@ def variants() -> list[str]:
     return sorted(line.split()[4].split("/")[-1] for line in out.splitlines()[1:] if len(line.split()) >= 5)
 
 
+class KokoroCache:
+    """Kokoro's speech for gen-kokoro. Kokoro takes seconds to load and to
+    speak, so make runs twice: first dry (want is set), listing what it
+    would say, then, after say has spoken all of it at once, for real."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.want: dict[Path, dict[str, object]] | None = None
+
+    def path(self, text: str, voice: str, rate: int) -> Path:
+        key = hashlib.sha256(f"{voice}\t{rate}\t{text}".encode()).hexdigest()[:24]
+        return self.root / f"{key}.wav"
+
+    def get(self, text: str, voice: str, rate: int) -> Path | None:
+        """The file of text said by voice ("kokoro:LANG:SPEAKER"), None on a dry run."""
+        p = self.path(text, voice, rate)
+        if self.want is not None:
+            _, lang, speaker = voice.split(":")
+            self.want[p] = {"lang": lang, "voice": speaker, "speed": round(rate / 160, 2), "text": text, "out": str(p)}
+            return None
+        if not p.exists():
+            raise SystemExit(f"train.py: Kokoro never said {text!r} ({voice}, {rate}): run gen-kokoro")
+        return p
+
+    def say(self, python: str, jobs: int = 2) -> None:
+        """Speaks everything the dry run wanted and is not here yet, in jobs processes."""
+        todo = [j for p, j in sorted(self.want.items()) if not p.exists()] if self.want else []
+        self.root.mkdir(parents=True, exist_ok=True)
+        print(f"gen-kokoro: {len(todo)} phrases to speak", file=sys.stderr)
+        say = str(Path(__file__).resolve().parents[3] / "bench" / "wakebench" / "kokoro_say.py")
+        procs = []
+        for k in range(jobs):
+            lines = "".join(json.dumps(j) + "\n" for j in todo[k::jobs])
+            proc = subprocess.Popen([python, say, "--batch"], stdin=subprocess.PIPE, text=True)
+            procs.append((proc, lines))
+
+        def wait(pl: tuple[subprocess.Popen[str], str]) -> int:
+            pl[0].communicate(pl[1])
+            return pl[0].returncode
+
+        with ThreadPoolExecutor(jobs) as ex:
+            codes = list(ex.map(wait, procs))
+        if any(codes):
+            raise SystemExit(f"train.py: kokoro_say.py failed ({codes}); KOKORO is {python}")
+        self.want = None
+
+
+KOKORO: KokoroCache | None = None  # set by gen-kokoro
+
+
 def synth(text: str, voice: str, rate: int, pitch: int, tmp: Path) -> np.ndarray:
     raw, out = tmp.with_suffix(".raw.wav"), tmp.with_suffix(".wav")
-    if voice.startswith("flite:"):
+    if voice.startswith("kokoro:"):
+        assert KOKORO is not None
+        cached = KOKORO.get(text, voice, rate)
+        if cached is None:  # the dry run: only the length's rough size matters
+            return np.zeros(RATE // 2, np.float32)
+        raw = cached
+        cmd = None
+    elif voice.startswith("flite:"):
         cmd = ["flite", "-voice", voice[6:], "--setf", f"duration_stretch={160 / rate:.2f}", "-t", text, "-o", str(raw)]
     else:
         cmd = ["espeak-ng", "-v", voice, "-s", str(rate), "-p", str(pitch), "-w", str(raw), "--", text]
-    subprocess.run(cmd, check=True, capture_output=True)
+    if cmd:
+        subprocess.run(cmd, check=True, capture_output=True)
     # 16 kHz, silence trimmed at both ends (1 % of full scale).
     subprocess.run(
         [
@@ -405,7 +469,8 @@ def synth(text: str, voice: str, rate: int, pitch: int, tmp: Path) -> np.ndarray
     )
     with wave.open(str(out)) as w:
         data = np.frombuffer(w.readframes(w.getnframes()), dtype=np.int16).astype(np.float32) / 32768
-    raw.unlink(missing_ok=True)
+    if cmd:
+        raw.unlink(missing_ok=True)
     out.unlink(missing_ok=True)
     return data
 
@@ -637,27 +702,114 @@ def gen(out: Path) -> None:
         write_wav(wavs / name, x)
         clips.append(Clip(name, "neg", "none", kind, "train" if k % 4 else "holdout"))
     clips += sentences(wavs, held, var)
-    with (out / "clips.tsv").open("w") as f:
-        f.write("file\tkind\tlang\tvoice\tsplit\tname_start\tname_end\ttext\n")
-        for c in clips:
-            f.write(f"{c.file}\t{c.kind}\t{c.lang}\t{c.voice}\t{c.split}\t{c.name_start}\t{c.name_end}\t{c.text}\n")
+    write_clips(out / "clips.tsv", clips)
     print(f"gen: {len(clips)} clips in {wavs}", file=sys.stderr)
 
 
-def read_clips(out: Path) -> list[dict[str, str]]:
-    lines = (out / "clips.tsv").read_text().splitlines()
+# Kokoro-82M's speakers the spotter learns from (bench/wakebench/kokoro_say.py):
+# three of its five and their mixes. jf_gongitsune, jf_tebukuro and their
+# mix stay unheard: the benchmark's people it never trained on.
+KOKORO_VOICES = ["jf_alpha", "jf_nezumi", "jm_kumo", "jf_alpha+jf_nezumi", "jm_kumo+jf_alpha", "jm_kumo+jf_nezumi"]
+KOKORO_POS = int(os.environ.get("KWS_KOKORO", "100"))  # positives per language (each with its twin)
+KOKORO_COPIES = 2  # each clip made this often, moved to another room and microphone
+
+
+def gen_kokoro(out: Path) -> None:
+    """The name in carriers and sentence joints, each with its twin (another
+    name or a near-miss), and carriers alone, said by Kokoro's speakers:
+    clips numbered from 200000 in kokoro.tsv, beside gen's clips.tsv."""
+    global KOKORO
+    KOKORO = KokoroCache(out / "kokoro-say")
+    wavs = out / "wav"
+    wavs.mkdir(parents=True, exist_ok=True)
+    rng = random.Random(2026)
+    plan: list[tuple[Item, float]] = []
+    n = 200000
+    for lang, words, near, lead, tail, other in (
+        ("en", WORDS_EN, NEAR_EN, LEAD_EN, TAIL_EN, OTHER_EN),
+        ("nl", WORDS_NL, NEAR_NL, LEAD_NL, TAIL_NL, OTHER_NL),
+    ):
+        for k in range(KOKORO_POS):
+            voice = f"kokoro:{lang}:{KOKORO_VOICES[k % len(KOKORO_VOICES)]}"
+            r = rng.randint(120, 190)
+            shape = rng.random()
+            if shape < 0.5:  # a sentence joint, as in sentences()
+                before = phrase(words, rng, 1, 3) + " " if rng.random() < 0.5 else ""
+                pre = before + rng.choice(lead)
+                post = rng.choice(tail) + " " + phrase(words, rng, 1, 4) if rng.random() < 0.85 else ""
+                whole = 1.0
+            else:  # random words around it, as in gen()
+                where = rng.choice(["alone", "start", "start", "mid", "end"])
+                pre = phrase(words, rng, 2, 6) if where in ("mid", "end") else ""
+                post = phrase(words, rng, 2, 7) if where in ("start", "mid") else ""
+                whole = WHOLE
+            twin = rng.choice(near) if rng.random() < 0.5 else rng.choice(other)
+            carrier = phrase(words, rng, 4, 12)
+            for _ in range(KOKORO_COPIES):
+                plan.append(((n, "pos", lang, voice, "train", r, 50, pre, NAME, post), whole))
+                plan.append(((n + 1, "neg", lang, voice, "train", r, 50, pre, twin, post), whole))
+                plan.append(((n + 2, "neg", lang, voice, "train", r, 50, carrier, "", ""), whole))
+                n += 3
+    KOKORO.want = {}
+    for item, whole in plan:  # dry: what Kokoro must say
+        make(wavs, item, whole=whole)
+    KOKORO.say(os.environ.get("KOKORO", "build/wakebench-venv/bin/python"))
+    with ThreadPoolExecutor(2) as ex:
+        clips = list(ex.map(lambda iw: make(wavs, iw[0], whole=iw[1]), plan))
+    write_clips(out / "kokoro.tsv", clips)
+    print(f"gen-kokoro: {len(clips)} clips in {wavs}", file=sys.stderr)
+
+
+def write_clips(path: Path, clips: list[Clip]) -> None:
+    with path.open("w") as f:
+        f.write("file\tkind\tlang\tvoice\tsplit\tname_start\tname_end\ttext\n")
+        for c in clips:
+            f.write(f"{c.file}\t{c.kind}\t{c.lang}\t{c.voice}\t{c.split}\t{c.name_start}\t{c.name_end}\t{c.text}\n")
+
+
+# The clip lists and their embeddings: gen's, and gen-kokoro's where made;
+# KWS_SETS ("clips"; "clips,kokoro" adds Kokoro's) names the ones fit and gate read.
+SETS = [("clips.tsv", "emb.bin"), ("kokoro.tsv", "kokoro.bin")]
+USE = os.environ.get("KWS_SETS", "clips").split(",")
+
+
+def read_set(path: Path) -> list[dict[str, str]]:
+    lines = path.read_text().splitlines()
     head = lines[0].split("\t")
     return [dict(zip(head, line.split("\t"), strict=True)) for line in lines[1:]]
 
 
+def used(out: Path) -> list[tuple[str, str]]:
+    return [(tsv, emb) for tsv, emb in SETS if tsv.removesuffix(".tsv") in USE and (out / tsv).exists()]
+
+
+def read_clips(out: Path) -> list[dict[str, str]]:
+    return [c for tsv, _ in used(out) for c in read_set(out / tsv)]
+
+
 def embed(out: Path, embed_bin: str, kws_dir: str) -> None:
-    clips = read_clips(out)
-    listing = "\n".join(str(out / "wav" / c["file"]) for c in clips) + "\n"
-    subprocess.run([embed_bin, "-kws", kws_dir, "-out", str(out / "emb.bin")], input=listing, text=True, check=True)
+    """Embeds each clip list whose embeddings are missing or older than it."""
+    for tsv, emb in SETS:
+        if not (out / tsv).exists():
+            continue
+        if (out / emb).exists() and (out / emb).stat().st_mtime >= (out / tsv).stat().st_mtime:
+            print(f"embed: {emb} is newer than {tsv}", file=sys.stderr)
+            continue
+        listing = "\n".join(str(out / "wav" / c["file"]) for c in read_set(out / tsv)) + "\n"
+        subprocess.run([embed_bin, "-kws", kws_dir, "-out", str(out / emb)], input=listing, text=True, check=True)
 
 
 def load_embeddings(out: Path, count: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    data = (out / "emb.bin").read_bytes()
+    res = []
+    for tsv, emb in used(out):
+        res += load_set(out / emb, len(read_set(out / tsv)))
+    if len(res) != count:
+        raise SystemExit(f"train.py: {len(res)} embedded clips for {count} listed")
+    return res
+
+
+def load_set(path: Path, count: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    data = path.read_bytes()
     pos, res = 0, []
     for _ in range(count):
         (n,) = struct.unpack_from("<i", data, pos)
@@ -878,9 +1030,13 @@ def fit(out: Path, head_path: Path) -> None:
         )
     print("\n".join("fit: " + r for r in report), file=sys.stderr)
     sizes = ", ".join([*(Path(p).name for p in WITH), *(f"{h}x{h}" for h, _ in MEMBERS)])
+    kokoro = sum(d[0]["voice"].startswith("kokoro:") for d in train)
+    engines = "espeak-ng and flite clips"
+    if kokoro:
+        engines = f"espeak-ng, flite and Kokoro clips ({kokoro} by {len(KOKORO_VOICES)} Kokoro voices)"
     late = f" with KWS_AFTER={_AFTER[0]}:{_AFTER[1]}, the late head" if POS_AFTER[0] > 0 else ""
     trained = (
-        f"wake/kws/train{late}: {npos} positive and {nneg} negative windows of {len(train)} espeak-ng and flite clips "
+        f"wake/kws/train{late}: {npos} positive and {nneg} negative windows of {len(train)} {engines} "
         f"(en, nl{'; every 4th variant held out' if holdout else ''}); "
         f"mean of {mlp.networks} networks ({sizes}), {EPOCHS} epochs; "
         f"threshold {threshold:.3f}; " + "; ".join(report)
@@ -980,6 +1136,8 @@ def main() -> int:
     cmd, out = sys.argv[1], Path(sys.argv[2])
     if cmd == "gen":
         gen(out)
+    elif cmd == "gen-kokoro":
+        gen_kokoro(out)
     elif cmd == "embed":
         embed(out, sys.argv[3], sys.argv[4])
     elif cmd == "fit":
