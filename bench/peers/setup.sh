@@ -7,14 +7,6 @@
 set -euo pipefail
 cd "$(dirname "$0")"
 VENV=${AGORAD_BENCH_VENV:-/var/cache/agorad/bench-venv}
-log() { printf 'bench/peers/setup: %s\n' "$*" >&2; }
-stamp="$VENV/.requirements.sha256"
-want=$(sha256sum requirements.txt | cut -d' ' -f1)
-if [ ! -x "$VENV/bin/python" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$want" ]; then
-  log "installing faster-whisper into $VENV"
-  python3 -m venv "$VENV"
-  "$VENV/bin/pip" install -q --disable-pip-version-check -r requirements.txt >&2
-  echo "$want" >"$stamp"
-fi
+bash ../../scripts/pyvenv.sh "$VENV" requirements.txt
 
 echo "$VENV/bin/python"
