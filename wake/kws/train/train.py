@@ -808,6 +808,8 @@ def under(x: np.ndarray, nz: np.ndarray, snr_db: float) -> np.ndarray:
 
 
 def gen_noisy(out: Path) -> None:
+    """Copies of KWS_NOISY positives and as many negatives of the sets in
+    use under a crowd or a machine, and crowds alone: noisy.tsv."""
     wavs = out / "wav"
     rows = [r for tsv, _ in used(out) if tsv != "noisy.tsv" for r in read_set(out / tsv)]
     if not rows:
@@ -852,8 +854,9 @@ def write_clips(path: Path, clips: list[Clip]) -> None:
             f.write(f"{c.file}\t{c.kind}\t{c.lang}\t{c.voice}\t{c.split}\t{c.name_start}\t{c.name_end}\t{c.text}\n")
 
 
-# The clip lists and their embeddings: gen's, and gen-kokoro's where made;
-# KWS_SETS ("clips"; "clips,kokoro" adds Kokoro's) names the ones fit and gate read.
+# The clip lists and their embeddings: gen's, and gen-kokoro's and
+# gen-noisy's where made; KWS_SETS ("clips"; "clips,kokoro" adds Kokoro's,
+# "clips,noisy" the copies under talkers) names the ones fit and gate read.
 SETS = [("clips.tsv", "emb.bin"), ("kokoro.tsv", "kokoro.bin"), ("noisy.tsv", "noisy.bin")]
 USE = os.environ.get("KWS_SETS", "clips").split(",")
 
@@ -1119,6 +1122,9 @@ def fit(out: Path, head_path: Path) -> None:
     engines = "espeak-ng and flite clips"
     if kokoro:
         engines = f"espeak-ng, flite and Kokoro clips ({kokoro} by {len(KOKORO_VOICES)} Kokoro voices)"
+    noisy = sum(d[0]["file"].startswith("noisy") for d in train)
+    if noisy:
+        engines += f" ({noisy} of them copies under talkers or a machine)"
     late = f" with KWS_AFTER={_AFTER[0]}:{_AFTER[1]}, the late head" if POS_AFTER[0] > 0 else ""
     trained = (
         f"wake/kws/train{late}: {npos} positive and {nneg} negative windows of {len(train)} {engines} "
