@@ -72,8 +72,13 @@ class Incoming:
     notes: list[dict[str, Any]] = field(default_factory=list)
 
 
+# The name as a whole word, as the device hears it: "Agora," and "AGORA's"
+# wake; "Pythagoras", "agoraphobia" and "agorafobie" do not.
+_WAKE_RE = re.compile(rf"(?<!\w){re.escape(WAKE_WORD)}(?!\w)", re.IGNORECASE)
+
+
 def detect_wake_word(content: str) -> bool:
-    return WAKE_WORD in content.lower()
+    return _WAKE_RE.search(content) is not None
 
 
 def latest_human(messages: list[BaseMessage]) -> HumanMessage | None:

@@ -325,9 +325,26 @@ def test_to_spoken(text: str, want: str) -> None:
     assert to_spoken(text) == want
 
 
-def test_wake_word_and_reducer() -> None:
-    assert detect_wake_word("zeg Agora even")
-    assert not detect_wake_word("agenda")
+@pytest.mark.parametrize(
+    ("text", "want"),
+    [
+        ("zeg Agora even", True),
+        ("Agora, wat denk jij?", True),
+        ("Hey AGORA. Is this railing high enough?", True),
+        ("vraag het agora's assistent", True),
+        ("agora", True),
+        ("agenda", False),
+        ("Pythagoras says the diagonal is too long", False),
+        ("my agoraphobia is worse in basements", False),
+        ("last van agorafobie", False),
+        ("the agorae of Athens", False),
+    ],
+)
+def test_wake_word(text: str, want: bool) -> None:
+    assert detect_wake_word(text) is want
+
+
+def test_reducer() -> None:
     assert accumulate_messages(None, [{"a": 1}]) == [{"a": 1}]
     assert accumulate_messages([{"a": 1}], None) == [{"a": 1}]
     assert accumulate_messages([{"a": 1}], [{"b": 2}]) == [{"a": 1}, {"b": 2}]
