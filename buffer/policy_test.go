@@ -2,9 +2,14 @@ package buffer
 
 import (
 	"fmt"
+	"log/slog"
 	"math"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/agora/agorad/buffer/fsfault"
 )
 
 func TestSyncPolicies(t *testing.T) {
@@ -90,5 +95,57 @@ func BenchmarkFlushListen1000(b *testing.B) {
 		if _, _, err := s.FlushListen(false); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestPeriodicSyncFailureShown: under sync policy "interval", an ext4
+// error that turns the state directory read-only makes the background
+// fsync fail. The failure is counted and shown by Stats (the daemon's
+// status, problems and metric read it), not only logged.
+func TestPeriodicSyncFailureShown(t *testing.T) {
+	if testing.Short() {
+		t.Skip("loop-mounted ext4")
+	}
+	e := fsfault.MountExt4(t, 64)
+	var log logLines
+	s, err := Open(filepath.Join(e.Dir, "store"), Options{Sync: SyncInterval, SyncInterval: 20 * time.Millisecond,
+		Logger: slog.New(slog.NewJSONHandler(&log, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A plain Close would retry its flush forever on the read-only file
+	// system: CloseWithin gives up (its own test checks how).
+	defer func() { _ = s.CloseWithin(2 * time.Second) }()
+	if _, err := s.AppendListen(rec("scheur in de balk bij as drie")); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(60 * time.Millisecond)
+	if st, err := s.Stats(); err != nil || st.SyncFailures != 0 || st.SyncFailing != "" {
+		t.Fatalf("healthy store: Stats = %d failures, failing %q, %v", st.SyncFailures, st.SyncFailing, err)
+	}
+	// A write after the sync above leaves something for the next sync to
+	// flush; then the file system goes read-only under it.
+	if _, err := s.AppendListen(rec("vochtplek in de kelder")); err != nil {
+		t.Fatal(err)
+	}
+	e.RemountReadOnly(t)
+	var st Stats
+	for deadline := time.Now().Add(5 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		var err error
+		if st, err = s.Stats(); err != nil {
+			t.Fatal(err)
+		}
+		if st.SyncFailures > 0 || time.Now().After(deadline) {
+			break
+		}
+	}
+	if st.SyncFailures == 0 || st.SyncFailing == "" {
+		t.Fatalf("periodic fsync on a read-only file system: Stats = %d failures, failing %q; want counted and shown", st.SyncFailures, st.SyncFailing)
+	}
+	if !strings.Contains(st.LastError, "periodic fsync") {
+		t.Fatalf("LastError = %q; want the periodic fsync named", st.LastError)
+	}
+	if n, _ := log.count("store write failed"); n != 1 {
+		t.Fatalf("%d 'store write failed' log lines for the failing syncs; want 1 (an episode)", n)
 	}
 }

@@ -38,6 +38,13 @@ type Stats struct {
 	Refused     map[string]int64 `json:"refused,omitempty"` // refusals by kind since Open
 	LastError   string           `json:"last_error,omitempty"`
 	LastErrorAt time.Time        `json:"last_error_at,omitzero"`
+
+	// SyncFailures counts failed periodic fsyncs (sync policy "interval")
+	// since Open; SyncFailing is the last one's error while no sync has
+	// succeeded since: what was accepted after the last good sync may be
+	// lost on a power cut until it clears.
+	SyncFailures int64  `json:"sync_failures,omitempty"`
+	SyncFailing  string `json:"sync_failing,omitempty"`
 }
 
 // Stats reports counts, sizes, ages and refusals.
@@ -59,6 +66,8 @@ func (s *Store) Stats() (Stats, error) {
 		Refused:        maps.Clone(s.refused),
 		LastError:      s.lastErr,
 		LastErrorAt:    s.lastErrAt,
+		SyncFailures:   s.syncFailures,
+		SyncFailing:    s.syncFailing,
 	}
 	floor := s.listenFloor
 	closed := s.closed

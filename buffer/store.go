@@ -188,6 +188,12 @@ type Store struct {
 	lastErr    string
 	lastErrAt  time.Time
 	failures   failureLog // failurelog.go
+	// syncFailures counts failed periodic fsyncs (policy "interval");
+	// syncFailing is the last one's error until a sync succeeds again:
+	// while it is set, what was accepted since the last good sync is not
+	// yet safe from a power cut (Stats, status, the metric).
+	syncFailures int64
+	syncFailing  string
 
 	notify chan struct{}
 	cancel context.CancelFunc
@@ -610,6 +616,21 @@ func (s *Store) noteErr(what string, err error) {
 	s.logFailure(what, err) // failurelog.go: once per episode
 }
 
+// noteSync records a periodic fsync's outcome: a failure is counted, kept
+// as the store's last error and logged once per episode (failurelog.go),
+// and shown by Stats until a sync succeeds again.
+func (s *Store) noteSync(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err == nil {
+		s.syncFailing = ""
+		return
+	}
+	s.syncFailures++
+	s.syncFailing = s.classify(err).Error()
+	s.noteErr("periodic fsync", err)
+}
+
 // every runs fn every d until ctx ends.
 func every(ctx context.Context, d time.Duration, fn func()) {
 	t := time.NewTicker(d)
@@ -627,19 +648,19 @@ func every(ctx context.Context, d time.Duration, fn func()) {
 // syncOnce is the periodic fsync of sync policy "interval".
 func (s *Store) syncOnce() {
 	committed := s.committed.Load()
-	synced := func() bool {
+	synced, err := func() (bool, error) {
 		s.dbMu.RLock()
 		defer s.dbMu.RUnlock()
 		if s.db == nil {
-			return false
+			return false, nil
 		}
-		if err := s.db.Sync(); err != nil {
-			s.log.Error("periodic sync", "err", err)
-			return false
-		}
-		return true
+		return true, s.db.Sync()
 	}()
 	if !synced {
+		return
+	}
+	s.noteSync(err)
+	if err != nil {
 		return
 	}
 	// Everything committed before the sync is durable now.

@@ -92,6 +92,7 @@ func (rep *status) updateGauges() {
 	}
 	if st, err := rep.store.Stats(); err == nil {
 		rep.met.SetAudioJournal(st.JournalPending)
+		rep.met.SetStoreSync(st.SyncFailures, st.SyncFailing != "")
 	}
 	rep.met.SetOnline(rep.up.Online())
 	us := rep.up.Stats()
@@ -105,6 +106,10 @@ func (rep *status) problems() []string {
 	var p []string
 	if s := rep.storage.problem(); s != "" {
 		p = append(p, s)
+	}
+	if st, err := rep.store.Stats(); err == nil && st.SyncFailing != "" {
+		p = append(p, fmt.Sprintf("store: periodic fsync failing (%d failures since start: %s): notes accepted since the last good sync can be lost on a power cut; agorad doctor checks the disk",
+			st.SyncFailures, st.SyncFailing))
 	}
 	if m := rep.met.Problem(); m != "" {
 		p = append(p, "metrics endpoint: "+m)

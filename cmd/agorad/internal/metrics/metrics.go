@@ -37,6 +37,8 @@ type Metrics struct {
 	reconnects    prometheus.Counter
 	refused       *prometheus.CounterVec
 	journal       prometheus.Gauge
+	syncFailures  prometheus.Gauge
+	syncFailing   prometheus.Gauge
 	vadFrames     *prometheus.CounterVec
 	unconfirmed   prometheus.Gauge
 	parked        prometheus.Gauge
@@ -78,6 +80,10 @@ func New(version string) *Metrics {
 			Help: "Items refused because a storage cap was reached, by kind."}, []string{"kind"}),
 		journal: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "audio_journal_items",
 			Help: "Utterance audio journaled and not yet transcribed (or retained)."}),
+		syncFailures: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "store_sync_failures",
+			Help: "Failed periodic fsyncs of the store (storage.sync interval) since it opened."}),
+		syncFailing: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "store_sync_failing",
+			Help: "1 while the store's periodic fsync fails: what was accepted since the last good sync may be lost on a power cut."}),
 		vadFrames: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: "vad_frames_total",
 			Help: `Audio frames by path: "gated" skipped by the energy gate, "vad" sent to Silero.`}, []string{"path"}),
 		unconfirmed: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: "unconfirmed",
@@ -99,7 +105,7 @@ func New(version string) *Metrics {
 		Help: "Always 1; the version label says which agorad runs.", ConstLabels: prometheus.Labels{"version": version}})
 	build.Set(1)
 	m.reg.MustRegister(m.utterances, m.transcription, m.rtf, m.whisperCalls, m.listenBuffer, m.outbox, m.online,
-		m.reconnects, m.refused, m.journal, m.vadFrames, m.pttCuts, m.pttStuck, m.wearerDropped, build,
+		m.reconnects, m.refused, m.journal, m.syncFailures, m.syncFailing, m.vadFrames, m.pttCuts, m.pttStuck, m.wearerDropped, build,
 		m.unconfirmed, m.parked, m.stuck, m.listenerErrs,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	// Series that exist from the start, so rate() and alerts see a zero
@@ -146,6 +152,12 @@ func (m *Metrics) SetOutbox(n int) { m.outbox.Set(float64(n)) }
 
 // SetAudioJournal sets the number of journaled audio items.
 func (m *Metrics) SetAudioJournal(n int) { m.journal.Set(float64(n)) }
+
+// SetStoreSync records the store's periodic fsync failures (buffer.Stats).
+func (m *Metrics) SetStoreSync(failures int64, failing bool) {
+	m.syncFailures.Set(float64(failures))
+	m.syncFailing.Set(map[bool]float64{false: 0, true: 1}[failing])
+}
 
 // SetOnline records the MQTT link state.
 func (m *Metrics) SetOnline(up bool) {

@@ -96,6 +96,7 @@ func TestScrape(t *testing.T) {
 	m.SetListenBuffer(7)
 	m.SetOutbox(3)
 	m.SetAudioJournal(1)
+	m.SetStoreSync(4, true)
 	m.SetOnline(true)
 	m.Reconnect()
 	m.Reconnect()
@@ -128,6 +129,7 @@ func TestScrape(t *testing.T) {
 		want float64
 	}{
 		{"agorad_listen_buffer_items", 7}, {"agorad_outbox_items", 3}, {"agorad_audio_journal_items", 1}, {"agorad_online", 1},
+		{"agorad_store_sync_failures", 4}, {"agorad_store_sync_failing", 1},
 	}
 	for _, g := range gauges {
 		if got := value(t, fams, g.name, nil).Gauge.GetValue(); got != g.want {
