@@ -72,12 +72,19 @@ func deleteUnreadable(txn *badger.Txn, ok []byte) (countBytes, error) {
 	it := txn.NewIterator(badger.IteratorOptions{Prefix: prefixIndex, PrefetchValues: false})
 	var stale [][]byte
 	for it.Rewind(); it.Valid(); it.Next() {
-		_ = it.Item().Value(func(v []byte) error {
+		// An index value that cannot be read might point at ok: the
+		// delete fails and says which, rather than leave it behind.
+		err := it.Item().Value(func(v []byte) error {
 			if bytes.Equal(v, ok) {
 				stale = append(stale, it.Item().KeyCopy(nil))
 			}
 			return nil
 		})
+		if err != nil {
+			k := it.Item().KeyCopy(nil)
+			it.Close()
+			return d, fmt.Errorf("read index entry %q while deleting unreadable entry %q: %w", k, ok, err)
+		}
 	}
 	it.Close()
 	for _, ik := range stale {

@@ -83,7 +83,12 @@ func cmdStore(_ context.Context, args []string, stdout, stderr io.Writer) int {
 		if *asJSON {
 			enc := json.NewEncoder(stdout)
 			enc.SetIndent("", "  ")
-			_ = enc.Encode(r)
+			if err := enc.Encode(r); err != nil {
+				// A closed pipe or full disk: the caller must not read a
+				// clean exit as "checked and healthy".
+				fmt.Fprintf(stderr, "agorad store check: write the report: %v\n", err)
+				return exitFailed
+			}
 		} else {
 			printReport(stdout, r)
 		}

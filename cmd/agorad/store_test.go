@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/agora/agorad/buffer"
 	"github.com/agora/agorad/sync/brokertest"
 )
 
@@ -123,5 +124,36 @@ func TestStoreEncryptionKey(t *testing.T) {
 	d = startDaemon(t, path, cfg.Control.Socket)
 	if st := status(t, d.socket); st.Buffered != 1 {
 		t.Fatalf("with the right key again: %d buffered, want 1", st.Buffered)
+	}
+}
+
+// failingWriter is a stdout whose reader went away (a closed pipe).
+type failingWriter struct{}
+
+func (failingWriter) Write([]byte) (int, error) { return 0, os.ErrClosed }
+
+// TestStoreCheckJSONWriteFails: when the JSON report cannot be written, the
+// check does not exit 0 as if an intact store had been reported.
+func TestStoreCheckJSONWriteFails(t *testing.T) {
+	state := t.TempDir()
+	s, err := buffer.Open(filepath.Join(state, "store"), buffer.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.AppendListen(buffer.Record{Text: "scheur in de balk"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	var errb bytes.Buffer
+	code := cmdStore(context.Background(), []string{"check", "--json", "--state-dir", state}, failingWriter{}, &errb)
+	if code != exitFailed || !strings.Contains(errb.String(), "write the report") {
+		t.Fatalf("check --json into a closed stdout: exit %d, stderr %q; want %d naming the write", code, errb.String(), exitFailed)
+	}
+	var out bytes.Buffer
+	if code := cmdStore(context.Background(), []string{"check", "--json", "--state-dir", state}, &out, &errb); code != exitOK ||
+		!strings.Contains(out.String(), "{") {
+		t.Fatalf("check --json: exit %d, %q", code, out.String())
 	}
 }
