@@ -165,7 +165,16 @@ func (b *Bridge) Handle(ctx context.Context, topic string, payload []byte, onWai
 	}
 	switch name {
 	case protocol.TopicUtterances, protocol.TopicBatches:
-		return b.data(ctx, device, name, topic, payload, onWait)
+		err := b.data(ctx, device, name, topic, payload, onWait)
+		if errors.Is(err, ErrUnstorable) {
+			// The store refused a key made of the message's id: retrying
+			// cannot help and would hold the device's (and, on JetStream,
+			// its partition's) later messages, so it is parked at once
+			// under a content hash.
+			why := b.bad("id", "the store cannot hold it: "+err.Error(), topic, payload)
+			return b.parkBad(device, topic, payload, why)
+		}
+		return err
 	case protocol.TopicStatus:
 		return b.status(ctx, device, topic, payload)
 	case protocol.TopicEvents, protocol.TopicAcks:
@@ -208,7 +217,7 @@ func (b *Bridge) envelope(device, wantType, topic string, payload []byte, v any)
 	case wantType != "" && env.Type != wantType:
 		problem, reason = fmt.Sprintf("type %q on a %s topic", excerptString(env.Type), wantType), "type"
 	case !validID(env.ID):
-		problem, reason = "missing or malformed id (1-128 of A-Z a-z 0-9 . _ = -)", "id"
+		problem, reason = "missing or malformed id (1-128 of A-Z a-z 0-9 . _ = -, no leading, trailing or double '.')", "id"
 	}
 	if problem != "" {
 		return env, b.bad(reason, problem, topic, payload)
@@ -222,9 +231,10 @@ func (b *Bridge) envelope(device, wantType, topic string, payload []byte, v any)
 }
 
 // validID accepts the device's UUIDv7 ids and anything else that is safe in
-// store keys, NATS KV keys and command ids.
+// store keys, NATS KV keys and command ids: a KV key is dot-separated
+// tokens, so an id may not start or end with '.' nor hold "..".
 func validID(id string) bool {
-	if id == "" || len(id) > 128 {
+	if id == "" || len(id) > 128 || id[0] == '.' || id[len(id)-1] == '.' || strings.Contains(id, "..") {
 		return false
 	}
 	for _, r := range id {

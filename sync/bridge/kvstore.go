@@ -19,6 +19,18 @@ import (
 // bridges updating a device's status never overwrite its sequence record.
 type KVStore struct{ kv nats.KeyValue }
 
+// ErrUnstorable marks a store error caused by the message itself (a key the
+// store cannot hold): Bridge parks the message instead of retrying it.
+var ErrUnstorable = errors.New("key the store cannot hold")
+
+// unstorable wraps a KV error caused by the key as ErrUnstorable.
+func unstorable(err error) error {
+	if errors.Is(err, nats.ErrInvalidKey) {
+		return fmt.Errorf("%w: %w", ErrUnstorable, err)
+	}
+	return err
+}
+
 func kvDev(device string) string { return hex.EncodeToString([]byte(device)) }
 
 func (s *KVStore) get(key string, v any) (bool, error) {
@@ -27,7 +39,7 @@ func (s *KVStore) get(key string, v any) (bool, error) {
 		return false, nil
 	}
 	if err != nil {
-		return false, err
+		return false, unstorable(err)
 	}
 	return true, json.Unmarshal(e.Value(), v)
 }
@@ -38,7 +50,7 @@ func (s *KVStore) put(key string, v any) error {
 		return err
 	}
 	_, err = s.kv.Put(key, b)
-	return err
+	return unstorable(err)
 }
 
 // Get implements Store.
@@ -122,7 +134,7 @@ func (s *KVStore) BySeq(device, storeID string, seq uint64) (string, bool, error
 // PutPart implements Store.
 func (s *KVStore) PutPart(device, id string, index int, payload []byte) error {
 	if _, err := s.kv.Put(kvPart(device, id, index), payload); err != nil {
-		return fmt.Errorf("store part %d of %s/%s: %w", index, device, id, err)
+		return fmt.Errorf("store part %d of %s/%s: %w", index, device, id, unstorable(err))
 	}
 	return nil
 }
