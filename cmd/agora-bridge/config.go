@@ -46,6 +46,11 @@ type Config struct {
 		MaxElapsed     Duration `yaml:"max_elapsed"`
 		RejectAttempts int      `yaml:"reject_attempts"`
 	} `yaml:"retry"`
+	// Limits bound what one device (or a stranger on the broker) can make
+	// the bridge hold or refuse (docs/bridge.md "Limits").
+	Limits struct {
+		MaxSeqJump int `yaml:"max_seq_jump"`
+	} `yaml:"limits"`
 	State struct {
 		Dir        string `yaml:"dir"`
 		SyncWrites *bool  `yaml:"sync_writes"`
@@ -86,6 +91,7 @@ func defaults() Config {
 	c.Retry.Max = Duration(30 * time.Second)
 	c.Retry.MaxElapsed = Duration(10 * time.Minute)
 	c.Retry.RejectAttempts = 1
+	c.Limits.MaxSeqJump = 100000
 	c.Metrics.PerDevice = true
 	c.Log.Level = "info"
 	c.Log.Format = "text"
@@ -149,6 +155,9 @@ func (c *Config) validate() error {
 	}
 	if c.Retry.Max < c.Retry.Initial {
 		return fmt.Errorf("retry.max %v is less than retry.initial %v", time.Duration(c.Retry.Max), time.Duration(c.Retry.Initial))
+	}
+	if c.Limits.MaxSeqJump < 1 {
+		return fmt.Errorf("limits.max_seq_jump: %d, want >= 1", c.Limits.MaxSeqJump)
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":

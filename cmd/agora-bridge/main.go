@@ -44,6 +44,7 @@ const usageText = `usage: agora-bridge <command> [flags]
 commands:
   run           run the bridge until SIGTERM (agora-bridge run -h for flags)
   deadletters   list parked messages (mosquitto mode: --state-dir; fleet: --nats)
+  reset-seq     clear one device's sequence record: reset-seq --device ID (--state-dir DIR | --nats URL)
   version       print the version
 `
 
@@ -64,6 +65,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return cmdRun(ctx, args[1:], stderr)
 	case "deadletters":
 		return cmdDeadLetters(args[1:], stdout, stderr)
+	case "reset-seq":
+		return cmdResetSeq(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintf(stdout, "agora-bridge %s\n", version)
 		return exitOK
@@ -199,6 +202,7 @@ func run(ctx context.Context, c Config, log *slog.Logger) error {
 	agent := agui.New(c.Agent.URL, c.Agent.MaxConns, time.Duration(c.Agent.Timeout))
 	b, err := bridge.New(bridge.Options{Agent: agent, Store: store, Publisher: mq, Metrics: m, Logger: log,
 		ThreadPrefix: c.Agent.ThreadPrefix, PerDeviceLag: c.Metrics.PerDevice, MaxConcurrentRuns: c.Agent.MaxRuns,
+		MaxSeqJump: c.Limits.MaxSeqJump,
 		Retry: bridge.Retry{Initial: time.Duration(c.Retry.Initial), Max: time.Duration(c.Retry.Max),
 			MaxElapsed: time.Duration(c.Retry.MaxElapsed), RejectAttempts: c.Retry.RejectAttempts, RunTimeout: time.Duration(c.Agent.Timeout)}})
 	if err != nil {

@@ -67,6 +67,10 @@ type Options struct {
 	// 64): an agent given a thousand turns at once finishes them all late
 	// instead of most of them early.
 	MaxConcurrentRuns int
+	// MaxSeqJump refuses (parks) a message whose seq is more than this
+	// above the last handed over from its device store, plus the outbox the
+	// device's status reports (default DefaultMaxSeqJump).
+	MaxSeqJump int
 }
 
 // Bridge turns device messages into AG-UI runs and answers. Handle must not
@@ -112,6 +116,9 @@ func New(o Options) (*Bridge, error) {
 	}
 	if o.MaxConcurrentRuns <= 0 {
 		o.MaxConcurrentRuns = 64
+	}
+	if o.MaxSeqJump <= 0 {
+		o.MaxSeqJump = DefaultMaxSeqJump
 	}
 	return &Bridge{o: o, m: m, log: o.Logger.With("component", "bridge"), runs: make(chan struct{}, o.MaxConcurrentRuns)}, nil
 }
@@ -267,6 +274,9 @@ func (b *Bridge) status(ctx context.Context, device, topic string, payload []byt
 	if st.Mode != "" { // the last will carries no mode: keep the last known
 		ds.Mode = st.Mode
 	}
+	if st.Online && env.StoreID != "" { // the will carries no outbox
+		ds.StatusStoreID, ds.StatusOutbox = env.StoreID, max(st.Outbox, 0)
+	}
 	ds.Online, ds.StatusAt, ds.UpdatedAt = st.Online, st.UpdatedAt, time.Now()
 	if err := b.o.Store.PutDevice(device, ds); err != nil {
 		return err
@@ -396,6 +406,11 @@ func (b *Bridge) data(ctx context.Context, device, name, topic string, payload [
 	ds, err := b.o.Store.Device(device)
 	if err != nil {
 		return err
+	}
+	if why := b.seqJump(ds, env); why != "" {
+		b.m.BadInput.WithLabelValues("seq_jump").Inc()
+		b.counted(ctx, device, typ, env, "invalid")
+		return b.parkRefused(ctx, device, topic, &env, payload, why)
 	}
 	if env.StoreID != "" && env.StoreID == ds.StoreID && env.Seq < ds.StoreSeq {
 		// A new id with a seq below one already handed over from the same

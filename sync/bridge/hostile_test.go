@@ -78,3 +78,81 @@ func TestNATSUnstorableIDParkedPartitionFlows(t *testing.T) {
 		}
 	}
 }
+
+// rawStatus is a live status of a device store with outbox entries waiting.
+func rawStatus(device, store string, outbox int) []byte {
+	b, _ := json.Marshal(protocol.StatusMessage{Envelope: protocol.Envelope{V: 1, Type: protocol.TypeStatus,
+		ID: fmt.Sprintf("st-%d", time.Now().UnixNano()), DeviceID: device, StoreID: store, CreatedAt: protocol.FormatTime(time.Now())},
+		Mode: "feedback", Outbox: outbox, Online: true, UpdatedAt: protocol.FormatTime(time.Now())})
+	return b
+}
+
+// Issue 49: one forged utterance with the device's store_id (it is in the
+// retained status) and seq 999999999 used to make the bridge park every
+// later real message of that device as seq_regression, for good. The jump
+// is parked with its reason and the real messages go on; a jump within the
+// allowance that did get through is undone by the operator's reset-seq,
+// requested while the bridge runs.
+func TestForgedSeqJumpParkedAndResetSeq(t *testing.T) {
+	broker := brokertest.Start(t)
+	agent := aguitest.Start()
+	defer agent.Close()
+	h := startBridge(t, broker.URL(), agent.URL, fastRetry, "")
+	const dev, store = "seq-1", "store-a"
+	cmds := broker.Subscribe(t, "agora/v1/"+dev+"/commands")
+	pub := publisher(t, broker.URL())
+	topic := protocol.Topic(dev, protocol.TopicUtterances)
+	publish(t, pub, protocol.Topic(dev, protocol.TopicStatus), rawStatus(dev, store, 3))
+	outcome := func(id string) string {
+		var got string
+		waitFor(t, 10*time.Second, "the bridge's answer to "+id, func() bool {
+			for _, c := range commands(t, cmds.Messages()) {
+				if len(c.IDs) == 1 && c.IDs[0] == id && (c.Type == protocol.CmdParked || c.Type == protocol.CmdAck) {
+					if got == "" || c.Type == protocol.CmdParked {
+						got = c.Type
+						if c.Type == protocol.CmdParked {
+							got += ": " + c.Reason
+						}
+					}
+				}
+			}
+			return got != "" && ackedIDs(t, cmds.Messages())[id]
+		})
+		return got
+	}
+	for _, tc := range []struct {
+		name, id string
+		seq      uint64
+		reset    bool
+		want     string // prefix of the outcome
+	}{
+		{"a real message", "id-1", 1, false, "ack"},
+		{"the forged far-future seq", "id-forged", 999999999, false, "parked: seq_jump"},
+		{"the next real message is answered", "id-2", 2, false, "ack"},
+		{"a jump within the allowance gets through", "id-near", 50000, false, "ack"},
+		{"then a real message looks old", "id-3", 3, false, "parked: seq_regression"},
+		{"after reset-seq the real messages go on", "id-4", 4, true, "ack"},
+		{"and the sequence is kept again", "id-5", 5, false, "ack"},
+	} {
+		if tc.reset {
+			if _, err := bridge.RequestResetSeq(h.stateDir, dev); err != nil {
+				t.Fatal(err)
+			}
+		}
+		publish(t, pub, topic, rawUtterance(dev, tc.id, store, tc.seq, "question "+tc.id))
+		if got := outcome(tc.id); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%s: %q, want %s…", tc.name, got, tc.want)
+		}
+	}
+	dls, err := bridge.ReadDeadLetterFiles(h.stateDir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jump bool
+	for _, dl := range dls {
+		jump = jump || dl.ID == "id-forged" && strings.HasPrefix(dl.Reason, "seq_jump")
+	}
+	if !jump {
+		t.Errorf("no seq_jump dead letter for the forged message: %+v", dls)
+	}
+}

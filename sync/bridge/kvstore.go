@@ -67,6 +67,8 @@ type kvStatus struct {
 	Mode     string `json:"mode"`
 	Online   bool   `json:"online"`
 	StatusAt string `json:"status_at"`
+	StoreID  string `json:"store_id,omitempty"`
+	Outbox   int    `json:"outbox,omitempty"`
 }
 
 // Device implements Store.
@@ -80,6 +82,7 @@ func (s *KVStore) Device(device string) (DeviceState, error) {
 		return ds, fmt.Errorf("read device %s status: %w", device, err)
 	}
 	ds.Mode, ds.Online, ds.StatusAt = st.Mode, st.Online, st.StatusAt
+	ds.StatusStoreID, ds.StatusOutbox = st.StoreID, st.Outbox
 	return ds, nil
 }
 
@@ -95,7 +98,7 @@ func (s *KVStore) Commit(device, id string, rec Record, ds DeviceState, dl *Dead
 			return fmt.Errorf("store seq index %s/%s: %w", device, id, err)
 		}
 	}
-	ds.Mode, ds.Online, ds.StatusAt = "", false, ""
+	ds.Mode, ds.Online, ds.StatusAt, ds.StatusStoreID, ds.StatusOutbox = "", false, "", "", 0
 	if err := s.put("d."+kvDev(device), ds); err != nil {
 		return fmt.Errorf("store device %s: %w", device, err)
 	}
@@ -178,7 +181,8 @@ func (s *KVStore) Parts(device, id string) ([][]byte, error) {
 
 // PutDevice implements Store (only the status part).
 func (s *KVStore) PutDevice(device string, ds DeviceState) error {
-	return s.put("s."+kvDev(device), kvStatus{Mode: ds.Mode, Online: ds.Online, StatusAt: ds.StatusAt})
+	return s.put("s."+kvDev(device), kvStatus{Mode: ds.Mode, Online: ds.Online, StatusAt: ds.StatusAt,
+		StoreID: ds.StatusStoreID, Outbox: ds.StatusOutbox})
 }
 
 // DeadLetters implements Store.

@@ -38,13 +38,17 @@ type DeviceState struct {
 	// StoreID/StoreSeq: the device store incarnation seen last and the
 	// highest seq handed over from it; a lower seq under a new message id
 	// from the same store is refused (de-duplication by store_id, seq).
-	StoreID   string    `json:"store_id,omitempty"`
-	StoreSeq  uint64    `json:"store_seq,omitempty"`
-	Mode      string    `json:"mode,omitempty"`   // from the last status
-	Online    bool      `json:"online"`           // from the last status (false after the last will)
-	StatusAt  string    `json:"status_at"`        // updated_at of that status
-	Offline   uint64    `json:"offline_messages"` // messages handed over that the device produced offline
-	UpdatedAt time.Time `json:"updated_at"`
+	StoreID  string `json:"store_id,omitempty"`
+	StoreSeq uint64 `json:"store_seq,omitempty"`
+	// StatusStoreID/StatusOutbox: the store and the entries waiting that
+	// the device's last live status reported (the seq-jump allowance).
+	StatusStoreID string    `json:"status_store_id,omitempty"`
+	StatusOutbox  int       `json:"status_outbox,omitempty"`
+	Mode          string    `json:"mode,omitempty"`   // from the last status
+	Online        bool      `json:"online"`           // from the last status (false after the last will)
+	StatusAt      string    `json:"status_at"`        // updated_at of that status
+	Offline       uint64    `json:"offline_messages"` // messages handed over that the device produced offline
+	UpdatedAt     time.Time `json:"updated_at"`
 }
 
 // DeadLetter is a parked message: the device's payload as received and why
@@ -83,6 +87,9 @@ type Store interface {
 	PutPart(device, id string, index int, payload []byte) error
 	Parts(device, id string) ([][]byte, error)
 	PutDevice(device string, ds DeviceState) error
+	// ResetSeq clears the device's sequence record (the operator's
+	// agora-bridge reset-seq): its next message is taken as it comes.
+	ResetSeq(device string) error
 	DeadLetters(limit int) ([]DeadLetter, error)
 	Close() error
 }
@@ -158,9 +165,13 @@ func (s *BadgerStore) Get(device, id string) (Record, bool, error) {
 	return r, found, nil
 }
 
-// Device returns the device's state (zero when unknown).
+// Device returns the device's state (zero when unknown), first applying a
+// reset-seq requested while the bridge ran.
 func (s *BadgerStore) Device(device string) (DeviceState, error) {
 	var ds DeviceState
+	if _, err := s.pendingReset(device); err != nil {
+		return ds, err
+	}
 	err := s.db.View(func(txn *badger.Txn) error {
 		_, err := getJSON(txn, devKey(device), &ds)
 		return err
