@@ -3,6 +3,7 @@ package bridge_test
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -154,5 +155,39 @@ func TestForgedSeqJumpParkedAndResetSeq(t *testing.T) {
 	}
 	if !jump {
 		t.Errorf("no seq_jump dead letter for the forged message: %+v", dls)
+	}
+}
+
+// Issue 49: a dead letter of a 64-byte device id and a 128-character
+// message id got a 262-byte file name, which the file system refused, so
+// agora-bridge deadletters could not list it while the bridge ran (and the
+// commit failed, again and again). Its file name is now bounded.
+func TestLongDeadLetterNameListable(t *testing.T) {
+	broker := brokertest.Start(t)
+	agent := aguitest.Start()
+	defer agent.Close()
+	h := startBridge(t, broker.URL(), agent.URL, fastRetry, "")
+	dev := strings.Repeat("d", 64)
+	id := strings.Repeat("i", 128)
+	cmds := broker.Subscribe(t, "agora/v1/"+dev+"/commands")
+	pub := publisher(t, broker.URL())
+	topic := protocol.Topic(dev, protocol.TopicUtterances)
+	publish(t, pub, topic, rawUtterance(dev, "first", "s", 1, "a real question"))
+	publish(t, pub, topic, rawUtterance(dev, id, "s", 999999999, "forged"))
+	if _, ok := cmds.WaitFor(15*time.Second, func(m []brokertest.Message) bool { return ackedIDs(t, m)[id] }); !ok {
+		t.Fatalf("the message was not parked and acked\n%s", h.log.String())
+	}
+	dls, err := bridge.ReadDeadLetterFiles(h.stateDir, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(dls) != 1 || dls[0].DeviceID != dev || dls[0].ID != id {
+		t.Fatalf("dead letter files: %+v", dls)
+	}
+	ents, _ := os.ReadDir(bridge.DeadLetterDir(h.stateDir))
+	for _, e := range ents {
+		if len(e.Name()) > 200 {
+			t.Errorf("file name of %d bytes: %s", len(e.Name()), e.Name())
+		}
 	}
 }
