@@ -9,10 +9,12 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/ag-ui-protocol/ag-ui/sdks/community/go/pkg/core/types"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/agora/agorad/buffer"
 	"github.com/agora/agorad/sync/agui"
@@ -71,16 +73,26 @@ type Options struct {
 	// above the last handed over from its device store, plus the outbox the
 	// device's status reports (default DefaultMaxSeqJump).
 	MaxSeqJump int
+	// MaxBatchBytes parks a batch whose parts add up to more (default
+	// DefaultMaxBatchBytes); JoinBudget bounds the bytes of the batches
+	// joined and run at once (default DefaultJoinBudget); PartTTL parks a
+	// batch whose parts have not all come this long after its first
+	// (default DefaultPartTTL; SweepParts applies it).
+	MaxBatchBytes int
+	JoinBudget    int
+	PartTTL       time.Duration
 }
 
 // Bridge turns device messages into AG-UI runs and answers. Handle must not
 // be called concurrently for the same device (the transports serialise per
 // device); different devices run in parallel.
 type Bridge struct {
-	o    Options
-	m    *Metrics
-	log  *slog.Logger
-	runs chan struct{} // semaphore of MaxConcurrentRuns
+	o      Options
+	m      *Metrics
+	log    *slog.Logger
+	runs   chan struct{}       // semaphore of MaxConcurrentRuns
+	joins  *semaphore.Weighted // JoinBudget bytes of batches joined at once
+	partMu [64]sync.Mutex      // a batch's collection vs. its expiry, striped by device
 }
 
 // New checks opts and fills defaults.
@@ -120,7 +132,15 @@ func New(o Options) (*Bridge, error) {
 	if o.MaxSeqJump <= 0 {
 		o.MaxSeqJump = DefaultMaxSeqJump
 	}
-	return &Bridge{o: o, m: m, log: o.Logger.With("component", "bridge"), runs: make(chan struct{}, o.MaxConcurrentRuns)}, nil
+	if o.MaxBatchBytes <= 0 {
+		o.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	if o.JoinBudget <= 0 {
+		o.JoinBudget = DefaultJoinBudget
+	}
+	def(&o.PartTTL, DefaultPartTTL)
+	return &Bridge{o: o, m: m, log: o.Logger.With("component", "bridge"), runs: make(chan struct{}, o.MaxConcurrentRuns),
+		joins: semaphore.NewWeighted(int64(o.JoinBudget))}, nil
 }
 
 // ThreadID is the AG-UI thread of a device.
@@ -407,12 +427,21 @@ func (b *Bridge) data(ctx context.Context, device, name, topic string, payload [
 	if err != nil {
 		return err
 	}
-	if why := b.seqJump(ds, env); why != "" {
+	// A later part of a batch whose first part was taken is not checked
+	// again: its seq is the first's (JoinParts holds them to it), and a
+	// newer message run meanwhile must not cut the batch in two.
+	var collecting bool
+	if batch.Part != nil {
+		if _, collecting, err = b.o.Store.PendingBatch(device, env.ID); err != nil {
+			return err
+		}
+	}
+	if why := b.seqJump(ds, env); why != "" && !collecting {
 		b.m.BadInput.WithLabelValues("seq_jump").Inc()
 		b.counted(ctx, device, typ, env, "invalid")
 		return b.parkRefused(ctx, device, topic, &env, payload, why)
 	}
-	if env.StoreID != "" && env.StoreID == ds.StoreID && env.Seq < ds.StoreSeq {
+	if env.StoreID != "" && env.StoreID == ds.StoreID && env.Seq < ds.StoreSeq && !collecting {
 		// A new id with a seq below one already handed over from the same
 		// store: the device never produces that (it re-sends under the
 		// original id), so it is refused rather than run out of order.
@@ -423,9 +452,11 @@ func (b *Bridge) data(ctx context.Context, device, name, topic string, payload [
 	}
 	if batch.Part != nil {
 		var complete bool
-		if batch, payload, complete, err = b.collectPart(ctx, device, env, batch, payload); err != nil || !complete {
+		var release func()
+		if batch, payload, release, complete, err = b.collectPart(ctx, device, env, batch, payload); err != nil || !complete {
 			return err
 		}
+		defer release()
 	}
 	if env.Seq <= ds.LastSeq {
 		// A new id with an old seq: the device re-published a batch after

@@ -108,10 +108,11 @@ func (s *KVStore) Commit(device, id string, rec Record, ds DeviceState, dl *Dead
 	// The parts are no longer needed; left behind by a crash they are
 	// only space (a redelivered part finds the record first).
 	keys, err := s.partKeys(device, id)
-	if err == nil {
+	if err == nil && len(keys) > 0 {
 		for _, k := range keys {
 			_ = s.kv.Purge(k)
 		}
+		_ = s.kv.Purge(kvPending(device, id))
 	}
 	return nil
 }
@@ -132,14 +133,6 @@ func (s *KVStore) BySeq(device, storeID string, seq uint64) (string, bool, error
 		return "", false, fmt.Errorf("read seq %d of %s/%s: %w", seq, device, storeID, err)
 	}
 	return id, found, nil
-}
-
-// PutPart implements Store.
-func (s *KVStore) PutPart(device, id string, index int, payload []byte) error {
-	if _, err := s.kv.Put(kvPart(device, id, index), payload); err != nil {
-		return fmt.Errorf("store part %d of %s/%s: %w", index, device, id, unstorable(err))
-	}
-	return nil
 }
 
 func (s *KVStore) partKeys(device, id string) ([]string, error) {

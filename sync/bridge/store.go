@@ -82,10 +82,16 @@ type Store interface {
 	// rec by (rec.StoreID, rec.Seq) when rec.StoreID is set and drops the
 	// parts kept for id.
 	Commit(device, id string, rec Record, ds DeviceState, dl *DeadLetter) error
-	// PutPart keeps part index (1-based) of batch id until the batch is
-	// committed; Parts returns the parts kept, in index order.
-	PutPart(device, id string, index int, payload []byte) error
+	// PutPart keeps part index (1-based, of of) of batch id until the
+	// batch is committed, and returns the batch's pending record with this
+	// part counted; Part returns one part kept, Parts all of them in index
+	// order; Pending lists the batches being collected (up to limit, all
+	// when limit <= 0).
+	PutPart(device, id string, index, of int, payload []byte) (PendingBatch, error)
+	Part(device, id string, index int) ([]byte, bool, error)
 	Parts(device, id string) ([][]byte, error)
+	Pending(limit int) ([]PendingBatch, error)
+	PendingBatch(device, id string) (PendingBatch, bool, error)
 	PutDevice(device string, ds DeviceState) error
 	// ResetSeq clears the device's sequence record (the operator's
 	// agora-bridge reset-seq): its next message is taken as it comes.
@@ -199,6 +205,13 @@ func (s *BadgerStore) Commit(device, id string, rec Record, ds DeviceState, dl *
 		if err := deleteKeys(txn, partPrefix(device, id)); err != nil {
 			return err
 		}
+		if _, err := txn.Get(pendingKey(device, id)); err == nil {
+			if err := txn.Delete(pendingKey(device, id)); err != nil {
+				return err
+			}
+		} else if !errors.Is(err, badger.ErrKeyNotFound) {
+			return err
+		}
 		if dl != nil {
 			return setJSON(txn, dlKey(device, id), dl)
 		}
@@ -249,14 +262,6 @@ func (s *BadgerStore) BySeq(device, storeID string, seq uint64) (string, bool, e
 		return "", false, fmt.Errorf("read seq %d of %s/%s: %w", seq, device, storeID, err)
 	}
 	return id, id != "", nil
-}
-
-// PutPart implements Store.
-func (s *BadgerStore) PutPart(device, id string, index int, payload []byte) error {
-	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(partKey(device, id, index), payload) }); err != nil {
-		return fmt.Errorf("store part %d of %s/%s: %w", index, device, id, err)
-	}
-	return nil
 }
 
 // Parts implements Store.
