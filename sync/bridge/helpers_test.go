@@ -77,6 +77,9 @@ func startBridgeWith(t *testing.T, brokerURL, agentURL string, retry bridge.Retr
 		t.Fatal(err)
 	}
 	h.store = st
+	if mq0.Spill == nil {
+		mq0.Spill = st
+	}
 	mq0.BrokerURL, mq0.ClientID, mq0.Logger = brokerURL, fmt.Sprintf("bridge-%d", time.Now().UnixNano()), logger
 	mq, err := bridge.NewMQTT(mq0)
 	if err != nil {

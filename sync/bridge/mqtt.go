@@ -25,9 +25,20 @@ type MQTTOptions struct {
 	// clients (JetStream mode) set NoSubscribe.
 	Subscribe   []string
 	NoSubscribe bool
-	// QueuePerDevice bounds messages waiting for one device's worker; a full
-	// queue holds the broker back (default 1024).
-	QueuePerDevice int
+	// QueuePerDevice bounds messages waiting in memory for one device's
+	// worker (default 16). With Spill set, more go to the backlog in the
+	// bridge's state (acknowledged to the broker, as durable there), up to
+	// MaxBacklog messages or MaxBacklogBytes per device (defaults 10,000
+	// and 64 MiB), so a device whose runs hang never holds back the broker's
+	// delivery to the others; past that, or without Spill, a full queue
+	// holds the broker back.
+	QueuePerDevice  int
+	Spill           Spill
+	MaxBacklog      int
+	MaxBacklogBytes int64
+	// WorkerIdle ends a device's worker after this long with nothing to do
+	// (default 1m): a fleet of devices seen once costs nothing afterwards.
+	WorkerIdle time.Duration
 	// PublishTimeout bounds waiting for a PUBACK (default 15s).
 	PublishTimeout time.Duration
 	Logger         *slog.Logger
@@ -56,8 +67,21 @@ type MQTT struct {
 	seen    func(n int)
 }
 
+// Spill keeps the messages of a device whose worker is busy (BadgerStore).
+type Spill interface {
+	SpillPut(device string, n uint64, topic string, payload []byte) error
+	SpillGet(device string, n uint64) (topic string, payload []byte, err error)
+	SpillDelete(device string, n uint64) error
+	SpillBacklogs() (map[string]Backlog, error)
+}
+
+// worker is one device's: its in-memory queue and its backlog. head, tail
+// and bytes are guarded by MQTT.mu; while the backlog is not empty every
+// new message goes to it (after those in ch), so the order stays.
 type worker struct {
-	ch chan paho.Message
+	ch         chan paho.Message
+	head, tail uint64
+	bytes      int64
 }
 
 // NewMQTT validates o. Run connects.
@@ -73,7 +97,16 @@ func NewMQTT(o MQTTOptions) (*MQTT, error) {
 		o.Subscribe = DefaultTopics
 	}
 	if o.QueuePerDevice <= 0 {
-		o.QueuePerDevice = 1024
+		o.QueuePerDevice = 16
+	}
+	if o.MaxBacklog <= 0 {
+		o.MaxBacklog = 10000
+	}
+	if o.MaxBacklogBytes <= 0 {
+		o.MaxBacklogBytes = 64 << 20
+	}
+	if o.WorkerIdle <= 0 {
+		o.WorkerIdle = time.Minute
 	}
 	if o.PublishTimeout <= 0 {
 		o.PublishTimeout = 15 * time.Second
@@ -129,6 +162,19 @@ func (m *MQTT) Run(ctx context.Context, handle func(ctx context.Context, topic s
 	if m.o.TLS != nil {
 		opts.SetTLSConfig(m.o.TLS)
 	}
+	if handle != nil && m.o.Spill != nil {
+		// Backlogs kept before a restart come first.
+		bls, err := m.o.Spill.SpillBacklogs()
+		if err != nil {
+			return err
+		}
+		m.mu.Lock()
+		for d, bl := range bls {
+			w := m.startWorker(d)
+			w.head, w.tail, w.bytes = bl.Head, bl.Tail, bl.Bytes
+		}
+		m.mu.Unlock()
+	}
 	m.cli = paho.NewClient(opts)
 	tok := m.cli.Connect()
 	select {
@@ -168,7 +214,28 @@ func (m *MQTT) onConnect(c paho.Client) {
 	}()
 }
 
-// onMessage runs on paho's single delivery goroutine: it only queues.
+// Workers reports the device workers running now.
+func (m *MQTT) Workers() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.workers)
+}
+
+// startWorker starts device's worker; m.mu is held.
+func (m *MQTT) startWorker(device string) *worker {
+	w := &worker{ch: make(chan paho.Message, m.o.QueuePerDevice)}
+	m.workers[device] = w
+	m.wg.Add(1)
+	go m.work(device, w)
+	if m.seen != nil {
+		m.seen(len(m.workers))
+	}
+	return w
+}
+
+// onMessage runs on paho's single delivery goroutine: it only queues (in
+// memory, or in the device's backlog), and waits only when a device is
+// over its backlog bound (or there is no Spill).
 func (m *MQTT) onMessage(_ paho.Client, msg paho.Message) {
 	device := DeviceOf(msg.Topic())
 	if device == "" {
@@ -180,49 +247,122 @@ func (m *MQTT) onMessage(_ paho.Client, msg paho.Message) {
 	m.mu.Lock()
 	w := m.workers[device]
 	if w == nil {
-		w = &worker{ch: make(chan paho.Message, m.o.QueuePerDevice)}
-		m.workers[device] = w
-		m.wg.Add(1)
-		go m.work(device, w)
-		if m.seen != nil {
-			m.seen(len(m.workers))
+		w = m.startWorker(device)
+	}
+	if w.tail == w.head && len(w.ch) < cap(w.ch) {
+		w.ch <- msg // cannot block: only this goroutine sends
+		m.mu.Unlock()
+		return
+	}
+	if m.o.Spill != nil && w.tail-w.head < uint64(m.o.MaxBacklog) && w.bytes < m.o.MaxBacklogBytes {
+		n := w.tail
+		if err := m.o.Spill.SpillPut(device, n, msg.Topic(), msg.Payload()); err == nil {
+			w.tail++
+			w.bytes += int64(len(msg.Payload()))
+			m.mu.Unlock()
+			msg.Ack() // kept in the bridge's state now
+			return
+		} else {
+			m.log.Error("keeping a backlog message failed; waiting for the device's worker", "device", device, "err", err)
 		}
 	}
 	m.mu.Unlock()
+	// Over the bounds: hold the broker back until this device's worker
+	// takes the message.
 	select {
 	case w.ch <- msg:
 	case <-m.ctx.Done():
 	}
 }
 
-// work handles one device's messages in arrival order. A message whose
+// work handles one device's messages in arrival order (its queue, then its
+// backlog) and ends after WorkerIdle with nothing to do. A message whose
 // Handle fails is retried (with backoff) before the next one is looked at;
-// at shutdown it is left unacknowledged for redelivery.
+// at shutdown it is left unacknowledged (or in the backlog) for later.
 func (m *MQTT) work(device string, w *worker) {
 	defer m.wg.Done()
+	idle := time.NewTimer(m.o.WorkerIdle)
+	defer idle.Stop()
 	for {
+		select {
+		case msg := <-w.ch:
+			if !m.deliver(device, msg.Topic(), msg.Payload()) {
+				return
+			}
+			msg.Ack()
+			continue
+		default:
+		}
+		m.mu.Lock()
+		n, backlog := w.head, w.tail > w.head
+		m.mu.Unlock()
+		if backlog {
+			topic, payload, err := m.o.Spill.SpillGet(device, n)
+			if err != nil {
+				m.log.Error("backlog message unreadable; skipped", "device", device, "n", n, "err", err)
+			} else if !m.deliver(device, topic, payload) {
+				return
+			}
+			if err := m.o.Spill.SpillDelete(device, n); err != nil {
+				m.log.Error("dropping a handled backlog message", "device", device, "n", n, "err", err)
+			}
+			m.mu.Lock()
+			w.head++
+			w.bytes -= int64(len(payload))
+			if w.head == w.tail {
+				w.bytes = 0
+			}
+			m.mu.Unlock()
+			continue
+		}
+		if !idle.Stop() {
+			select {
+			case <-idle.C:
+			default:
+			}
+		}
+		idle.Reset(m.o.WorkerIdle)
 		select {
 		case <-m.ctx.Done():
 			return
 		case msg := <-w.ch:
-			backoff := 200 * time.Millisecond
-			for {
-				err := m.handle(m.ctx, msg.Topic(), msg.Payload())
-				if err == nil {
-					msg.Ack()
-					break
-				}
-				if m.ctx.Err() != nil {
-					return
-				}
-				m.log.Error("handing over failed; retrying", "device", device, "topic", msg.Topic(), "err", err, "in", backoff)
-				select {
-				case <-m.ctx.Done():
-					return
-				case <-time.After(backoff):
-				}
-				backoff = min(backoff*2, 10*time.Second)
+			if !m.deliver(device, msg.Topic(), msg.Payload()) {
+				return
 			}
+			msg.Ack()
+		case <-idle.C:
+			m.mu.Lock()
+			if len(w.ch) == 0 && w.head == w.tail {
+				delete(m.workers, device)
+				if m.seen != nil {
+					m.seen(len(m.workers))
+				}
+				m.mu.Unlock()
+				return
+			}
+			m.mu.Unlock()
 		}
+	}
+}
+
+// deliver hands one message to handle until it succeeds; false at
+// shutdown (the message stays for redelivery).
+func (m *MQTT) deliver(device, topic string, payload []byte) bool {
+	backoff := 200 * time.Millisecond
+	for {
+		err := m.handle(m.ctx, topic, payload)
+		if err == nil {
+			return true
+		}
+		if m.ctx.Err() != nil {
+			return false
+		}
+		m.log.Error("handing over failed; retrying", "device", device, "topic", topic, "err", err, "in", backoff)
+		select {
+		case <-m.ctx.Done():
+			return false
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 10*time.Second)
 	}
 }
