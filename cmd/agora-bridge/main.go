@@ -238,7 +238,10 @@ func run(ctx context.Context, c Config, log *slog.Logger) error {
 		g.Go(func() error { <-gctx.Done(); return srv.Close() })
 		log.Info("metrics", "listen", ln.Addr().String())
 	}
-	g.Go(func() error { b.SweepParts(gctx, max(min(time.Duration(c.Limits.PartTTL)/4, time.Minute), 100*time.Millisecond)); return nil })
+	g.Go(func() error {
+		b.SweepParts(gctx, max(min(time.Duration(c.Limits.PartTTL)/4, time.Minute), 100*time.Millisecond))
+		return nil
+	})
 	mode := "mosquitto"
 	if js != nil {
 		mode = "jetstream"
