@@ -191,3 +191,33 @@ func TestLongDeadLetterNameListable(t *testing.T) {
 		}
 	}
 }
+
+// The forged far-future seq on nats-server (the fleet's KV store): parked,
+// and the device's real messages go on.
+func TestNATSForgedSeqJumpParked(t *testing.T) {
+	n := brokertest.StartNATS(t, 2)
+	agent := aguitest.Start()
+	defer agent.Close()
+	cmds := subscribeNATS(t, n)
+	fb := startFleetBridge(t, n, 2, agent.URL, "seq-bridge")
+	defer fb.stop()
+	pub := publisher(t, n.MQTTURL())
+	const dev, store = "seq-n", "store-n"
+	topic := protocol.Topic(dev, protocol.TopicUtterances)
+	for _, tc := range []struct {
+		id   string
+		seq  uint64
+		want string
+	}{{"n-1", 1, "ack"}, {"n-forged", 999999999, "parked: seq_jump"}, {"n-2", 2, "ack"}} {
+		publish(t, pub, topic, rawUtterance(dev, tc.id, store, tc.seq, "question "+tc.id))
+		if got := outcomeOf(t, cmds, tc.id, 15*time.Second); !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%s: %q, want %s…", tc.id, got, tc.want)
+		}
+	}
+	if err := fb.js.Store().ResetSeq(dev); err != nil {
+		t.Fatal(err)
+	}
+	if ds, _ := fb.js.Store().Device(dev); ds.StoreSeq != 0 || ds.LastSeq != 0 {
+		t.Errorf("after ResetSeq: %+v", ds)
+	}
+}

@@ -52,12 +52,28 @@ func outcomeOf(t *testing.T, sub *brokertest.Subscriber, id string, timeout time
 // Issue 49: parts are joined only when they agree, and nothing kept is
 // dropped until the whole batch is run or parked whole.
 func TestPartsJoinedOnlyWhenTheyAgree(t *testing.T) {
-	broker := brokertest.Start(t)
-	agent := aguitest.Start()
-	defer agent.Close()
-	h := startBridge(t, broker.URL(), agent.URL, fastRetry, "")
-	pub := publisher(t, broker.URL())
-	cmds := broker.Subscribe(t, "agora/v1/+/commands")
+	t.Run("mosquitto", func(t *testing.T) {
+		broker := brokertest.Start(t)
+		agent := aguitest.Start()
+		defer agent.Close()
+		h := startBridge(t, broker.URL(), agent.URL, fastRetry, "")
+		partsAgree(t, agent, broker.URL(), broker.Subscribe(t, "agora/v1/+/commands"), h.store,
+			func() ([]bridge.DeadLetter, error) { return bridge.ReadDeadLetterFiles(h.stateDir, 0) })
+	})
+	t.Run("nats", func(t *testing.T) {
+		n := brokertest.StartNATS(t, 2)
+		agent := aguitest.Start()
+		defer agent.Close()
+		cmds := subscribeNATS(t, n)
+		fb := startFleetBridge(t, n, 2, agent.URL, "parts-bridge")
+		defer fb.stop()
+		partsAgree(t, agent, n.MQTTURL(), cmds, fb.js.Store(), func() ([]bridge.DeadLetter, error) { return fb.js.Store().DeadLetters(0) })
+	})
+}
+
+func partsAgree(t *testing.T, agent *aguitest.Server, brokerURL string, cmds *brokertest.Subscriber, store bridge.Store,
+	deadLetters func() ([]bridge.DeadLetter, error)) {
+	pub := publisher(t, brokerURL)
 	type msg struct {
 		topic   string
 		payload []byte
@@ -106,7 +122,7 @@ func TestPartsJoinedOnlyWhenTheyAgree(t *testing.T) {
 			t.Errorf("%s: batch run %q, want %q", tc.name, ran, tc.notes)
 		}
 		if tc.dead != nil {
-			dls, err := bridge.ReadDeadLetterFiles(h.stateDir, 0)
+			dls, err := deadLetters()
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -122,7 +138,7 @@ func TestPartsJoinedOnlyWhenTheyAgree(t *testing.T) {
 				}
 			}
 		}
-		if pb, found, _ := h.store.PendingBatch(dev, dev+"b"); found {
+		if pb, found, _ := store.PendingBatch(dev, dev+"b"); found {
 			t.Errorf("%s: parts still kept: %+v", tc.name, pb)
 		}
 	}
