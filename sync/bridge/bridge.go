@@ -643,7 +643,7 @@ func (b *Bridge) runWithRetry(ctx context.Context, device string, env protocol.E
 		if kind == "garbage" || kind == "stream" {
 			b.m.BadInput.WithLabelValues("agui_" + kind).Inc()
 		}
-		if agui.IsPermanent(err) {
+		if agui.IsPermanent(err) || answerTooLarge(err) {
 			rejects++
 			if rejects >= b.o.Retry.RejectAttempts {
 				return res, attempt, fmt.Errorf("rejected by the agent %d times: %w", rejects, err)
@@ -665,6 +665,16 @@ func (b *Bridge) runWithRetry(ctx context.Context, device string, env protocol.E
 		}
 		backoff = min(backoff*2, b.o.Retry.Max)
 	}
+}
+
+// answerTooLarge reports a run whose answer exceeded the AG-UI client's
+// bounds (an SSE line or event larger than MaxEventBytes): the same input
+// gets the same answer, so it is a rejection, not a transient failure to
+// retry for retry.max_elapsed (a huge batch echoed back in the graph's
+// state did that).
+func answerTooLarge(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "SSE line too long") || strings.Contains(msg, "event larger than")
 }
 
 // utteranceInput is one feedback-mode turn (refgraph/README.md is the

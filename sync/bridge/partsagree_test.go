@@ -7,6 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/ag-ui-protocol/ag-ui/sdks/community/go/pkg/core/types"
+
+	"github.com/agora/agorad/sync/agui"
 	"github.com/agora/agorad/sync/agui/aguitest"
 	"github.com/agora/agorad/sync/bridge"
 	"github.com/agora/agorad/sync/brokertest"
@@ -199,5 +202,35 @@ func TestIncompleteAndOversizeBatchesParked(t *testing.T) {
 	}
 	if parked != 20 {
 		t.Errorf("%d devices told their batch was parked incomplete, want 20", parked)
+	}
+}
+
+// Issue 49: a batch whose answer the AG-UI client cannot take (an SSE line
+// over its MaxEventBytes: the graph echoing a huge batch in its state) was
+// retried for retry.max_elapsed, each attempt another graph run. It is
+// parked after the first.
+func TestAnswerTooLargeParkedNotRetried(t *testing.T) {
+	broker := brokertest.Start(t)
+	agent := aguitest.Start()
+	defer agent.Close()
+	agent.SetBehaviour(func(types.RunAgentInput) *aguitest.Answer {
+		return &aguitest.Answer{Written: strings.Repeat("long answer ", 500)}
+	})
+	retry := fastRetry
+	retry.MaxElapsed, retry.RejectAttempts = 5*time.Second, 1
+	startBridgeWith(t, broker.URL(), agent.URL, retry, "", func(o *bridge.Options) {
+		c := agui.New(agent.URL, 4, 10*time.Second)
+		c.MaxEventBytes = 1 << 10
+		o.Agent = c
+	}, bridge.MQTTOptions{})
+	cmds := broker.Subscribe(t, "agora/v1/+/commands")
+	pub := publisher(t, broker.URL())
+	publish(t, pub, protocol.Topic("big-answer", "utterances"), rawUtterance("big-answer", "q-big", "s", 1, "tell me everything"))
+	got := outcomeOf(t, cmds, "q-big", 10*time.Second)
+	if !strings.HasPrefix(got, "parked: rejected") || !strings.Contains(got, "too long") {
+		t.Errorf("outcome %q, want parked as rejected (SSE line too long)", got)
+	}
+	if n := len(agent.Runs()); n != 1 {
+		t.Errorf("%d graph runs, want 1", n)
 	}
 }
