@@ -63,7 +63,8 @@ type Options struct {
 	// protocol.MaxMessageBytes, the most the device ever sends in one
 	// message (a larger batch comes in parts).
 	MaxPayload int
-	// PerDeviceLag exports the per-device lag gauge (one series per device).
+	// PerDeviceLag exports the per-device lag and online gauges (one series
+	// per device id ever seen).
 	PerDeviceLag bool
 	// MaxConcurrentRuns bounds the runs in flight from this bridge (default
 	// 64): an agent given a thousand turns at once finishes them all late
@@ -305,7 +306,9 @@ func (b *Bridge) status(ctx context.Context, device, topic string, payload []byt
 	if st.Online {
 		online = 1
 	}
-	b.m.Online.WithLabelValues(device).Set(online)
+	if b.o.PerDeviceLag { // one series per device id: a fleet (or a stranger) turns it off
+		b.m.Online.WithLabelValues(device).Set(online)
+	}
 	b.counted(ctx, device, "status", env, "stored")
 	b.log.Debug("device status", "device", device, "online", st.Online, "mode", st.Mode)
 	return nil
