@@ -183,25 +183,51 @@ func (b *Bridge) ExpireParts(ctx context.Context) (int, error) {
 // sweep takes the rest.
 const maxExpiredPerSweep = 10000
 
+// expire moves an incomplete batch's parts into a dead letter of their own
+// ("expired-<id>", reason batch_incomplete) and drops them: the batch id
+// itself is not marked, and nothing is sent to the device. A live device
+// re-sends a batch the backend has not acked, all parts, so one that comes
+// back later (days later) still gets its batch run whole; parts from a
+// device that never does (or from a stranger) no longer cost the bridge
+// anything but the dead letter the operator sees.
 func (b *Bridge) expire(ctx context.Context, pb PendingBatch) error {
 	unlock := b.partLock(pb.Device)
 	defer unlock()
 	if _, still, err := b.o.Store.PendingBatch(pb.Device, pb.ID); err != nil || !still {
 		return err // joined (or expired) meanwhile
 	}
-	env := protocol.Envelope{V: protocol.Version, Type: protocol.TypeBatch, ID: pb.ID, DeviceID: pb.Device}
-	for i := 1; i <= max(pb.Of, 1) && i <= protocol.MaxParts; i++ {
-		if raw, found, err := b.o.Store.Part(pb.Device, pb.ID, i); err != nil {
-			return err
-		} else if found {
-			_ = json.Unmarshal(raw, &env) // the kept part's envelope (seq, store_id)
-			break
-		}
+	raws, err := b.o.Store.Parts(pb.Device, pb.ID)
+	if err != nil {
+		return err
+	}
+	var env protocol.Envelope
+	if len(raws) > 0 {
+		_ = json.Unmarshal(raws[0], &env) // the kept part's seq
+	}
+	all := append([]byte{'['}, bytes.Join(raws, []byte{','})...)
+	all = append(all, ']')
+	reason := fmt.Sprintf("batch_incomplete: %d of %d parts of batch %s kept, the first %v ago, over limits.part_ttl %v", pb.Parts, pb.Of,
+		pb.ID, time.Since(pb.Since).Round(time.Second), b.o.PartTTL)
+	id := "expired-" + pb.ID
+	ds, err := b.o.Store.Device(pb.Device)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	ds.UpdatedAt = now
+	dl := &DeadLetter{DeviceID: pb.Device, ID: id, Seq: env.Seq, Topic: protocol.Topic(pb.Device, protocol.TopicBatches),
+		Payload: all, Reason: reason, At: now}
+	if err := b.o.Store.Commit(pb.Device, id, Record{Seq: env.Seq, State: StateParked, Reason: reason, At: now}, ds, dl); err != nil {
+		return err
+	}
+	if err := b.o.Store.DropParts(pb.Device, pb.ID); err != nil {
+		return err
 	}
 	b.m.BadInput.WithLabelValues("batch_incomplete").Inc()
-	return b.parkWhole(ctx, pb.Device, env, nil,
-		fmt.Sprintf("batch_incomplete: %d of %d parts kept, the first %v ago, over limits.part_ttl %v", pb.Parts, pb.Of,
-			time.Since(pb.Since).Round(time.Second), b.o.PartTTL))
+	b.m.Parked.Inc()
+	b.log.Warn("incomplete batch expired; its parts kept as a dead letter", "device", pb.Device, "id", pb.ID,
+		"parts", pb.Parts, "of", pb.Of, "bytes", len(all))
+	return nil
 }
 
 // SweepParts runs ExpireParts every interval until ctx ends.

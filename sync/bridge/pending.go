@@ -185,3 +185,34 @@ func (s *KVStore) PendingBatch(device, id string) (PendingBatch, bool, error) {
 	}
 	return pb, found, nil
 }
+
+// DropParts implements Store.
+func (s *BadgerStore) DropParts(device, id string) error {
+	err := s.db.Update(func(txn *badger.Txn) error {
+		if err := deleteKeys(txn, partPrefix(device, id)); err != nil {
+			return err
+		}
+		return txn.Delete(pendingKey(device, id))
+	})
+	if err != nil {
+		return fmt.Errorf("drop parts of %s/%s: %w", device, id, err)
+	}
+	return nil
+}
+
+// DropParts implements Store.
+func (s *KVStore) DropParts(device, id string) error {
+	keys, err := s.partKeys(device, id)
+	if err != nil {
+		return fmt.Errorf("drop parts of %s/%s: %w", device, id, err)
+	}
+	for _, k := range keys {
+		if err := s.kv.Purge(k); err != nil {
+			return fmt.Errorf("drop part %s: %w", k, err)
+		}
+	}
+	if err := s.kv.Purge(kvPending(device, id)); err != nil {
+		return fmt.Errorf("drop pending batch %s/%s: %w", device, id, err)
+	}
+	return nil
+}

@@ -92,6 +92,8 @@ type Store interface {
 	Parts(device, id string) ([][]byte, error)
 	Pending(limit int) ([]PendingBatch, error)
 	PendingBatch(device, id string) (PendingBatch, bool, error)
+	// DropParts drops the parts kept for id and its pending record.
+	DropParts(device, id string) error
 	PutDevice(device string, ds DeviceState) error
 	// ResetSeq clears the device's sequence record (the operator's
 	// agora-bridge reset-seq): its next message is taken as it comes.
