@@ -134,7 +134,12 @@ func TestForgedSeqJumpParkedAndResetSeq(t *testing.T) {
 		{"then a real message looks old", "id-3", 3, false, "parked: seq_regression"},
 		{"after reset-seq the real messages go on", "id-4", 4, true, "ack"},
 		{"and the sequence is kept again", "id-5", 5, false, "ack"},
+		{"a forged status's outbox widens the allowance only so far", "id-forged2", 999999999, false, "parked: seq_jump"},
 	} {
+		if tc.id == "id-forged2" {
+			publish(t, pub, protocol.Topic(dev, protocol.TopicStatus), rawStatus(dev, store, 2000000000))
+			time.Sleep(200 * time.Millisecond)
+		}
 		if tc.reset {
 			if _, err := bridge.RequestResetSeq(h.stateDir, dev); err != nil {
 				t.Fatal(err)

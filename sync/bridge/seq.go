@@ -35,9 +35,11 @@ func (b *Bridge) seqJump(ds DeviceState, env protocol.Envelope) string {
 	if env.StoreID == ds.StoreID {
 		base = ds.StoreSeq
 	}
+	// The outbox a status reports widens the allowance, at most by
+	// MaxSeqJump again: a status can be forged as easily as a message.
 	var waiting uint64
 	if ds.StatusStoreID == env.StoreID && ds.StatusOutbox > 0 {
-		waiting = uint64(ds.StatusOutbox)
+		waiting = uint64(min(ds.StatusOutbox, b.o.MaxSeqJump))
 	}
 	allowed := uint64(b.o.MaxSeqJump) + waiting
 	if env.Seq <= base || env.Seq-base <= allowed {
