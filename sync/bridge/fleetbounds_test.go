@@ -113,3 +113,60 @@ func TestHangingDeviceDoesNotDelayOthers(t *testing.T) {
 	}
 	_ = h
 }
+
+// The backlog is acknowledged to the broker once kept: a bridge stopped
+// while a device's backlog waits hands it all over after its restart, in
+// order, none lost.
+func TestBacklogSurvivesRestart(t *testing.T) {
+	broker := brokertest.Start(t)
+	agent := aguitest.Start()
+	defer agent.Close()
+	release := make(chan struct{})
+	agent.SetBehaviour(func(in types.RunAgentInput) *aguitest.Answer {
+		if in.ThreadID == "bk" {
+			<-release
+		}
+		return nil
+	})
+	state := t.TempDir()
+	mq := bridge.MQTTOptions{ClientID: "bridge-backlog"}
+	h := startBridgeWith(t, broker.URL(), agent.URL, fastRetry, state, nil, mq)
+	cmds := broker.Subscribe(t, "agora/v1/bk/commands")
+	pub := publisher(t, broker.URL())
+	const n = 100
+	for i := range n {
+		publish(t, pub, protocol.Topic("bk", protocol.TopicUtterances), rawUtterance("bk", fmt.Sprintf("bk-%03d", i), "s", uint64(i+1), "question"))
+	}
+	waitFor(t, 10*time.Second, "the device's backlog", func() bool {
+		bls, _ := h.store.SpillBacklogs()
+		return bls["bk"].Tail-bls["bk"].Head >= n-16-1
+	})
+	h.stop()
+	close(release)
+	startBridgeWith(t, broker.URL(), agent.URL, fastRetry, state, nil, mq)
+	_, ok := cmds.WaitFor(30*time.Second, func(m []brokertest.Message) bool {
+		got := ackedIDs(t, m)
+		for i := range n {
+			if !got[fmt.Sprintf("bk-%03d", i)] {
+				return false
+			}
+		}
+		return true
+	})
+	if !ok {
+		t.Fatalf("not every message of the backlog handed over after the restart: %d acked", len(ackedIDs(t, cmds.Messages())))
+	}
+	var order []string
+	seen := map[string]bool{}
+	for _, r := range agent.Runs() {
+		if id := r.Messages[0].ID; !seen[id] {
+			seen[id] = true
+			order = append(order, id)
+		}
+	}
+	for i, id := range order {
+		if id != fmt.Sprintf("bk-%03d", i) {
+			t.Fatalf("run %d is %s: out of order", i, id)
+		}
+	}
+}

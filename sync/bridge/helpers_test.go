@@ -80,7 +80,10 @@ func startBridgeWith(t *testing.T, brokerURL, agentURL string, retry bridge.Retr
 	if mq0.Spill == nil {
 		mq0.Spill = st
 	}
-	mq0.BrokerURL, mq0.ClientID, mq0.Logger = brokerURL, fmt.Sprintf("bridge-%d", time.Now().UnixNano()), logger
+	if mq0.ClientID == "" {
+		mq0.ClientID = fmt.Sprintf("bridge-%d", time.Now().UnixNano())
+	}
+	mq0.BrokerURL, mq0.Logger = brokerURL, logger
 	mq, err := bridge.NewMQTT(mq0)
 	if err != nil {
 		t.Fatal(err)
