@@ -50,6 +50,9 @@ func hangingGraph(t *testing.T, target, thread string) string {
 	return srv.URL + u.Path
 }
 
+// lastHeapMiB is the Go heap in use at the last scrape.
+var lastHeapMiB float64
+
 // scrape reads the bridge's resident memory (MiB) and goroutines from its
 // /metrics.
 func scrape(t *testing.T, addr string) (rssMiB float64, goroutines int) {
@@ -72,6 +75,8 @@ func scrape(t *testing.T, addr string) (rssMiB float64, goroutines int) {
 			rssMiB = v / (1 << 20)
 		case "go_goroutines":
 			goroutines = int(v)
+		case "go_memstats_heap_inuse_bytes":
+			lastHeapMiB = v / (1 << 20)
 		}
 	}
 	return rssMiB, goroutines
@@ -273,5 +278,83 @@ func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() boo
 			t.Fatalf("timed out after %v waiting for %s", timeout, what)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Issue 49: the largest batch the protocol allows (1,024 parts of about
+// 250 KB) took the bridge to 4.2 GB joining it, then failed and was
+// retried. Its parts are counted as they come: past limits.max_batch_bytes
+// (16 MiB) the batch is parked whole at once and never joined, and the
+// bridge's RSS stays small. 80 parts in `make test`, all 1,024 in
+// `make test-fleet`.
+func TestHugeBatchParkedBounded(t *testing.T) {
+	parts := 80
+	if os.Getenv("AGORA_FLEET") != "" {
+		parts = protocol.MaxParts
+	}
+	broker := brokertest.Start(t)
+	g := startGraph(t)
+	metrics := freeAddr(t)
+	br := fleetsim.NewProc("bridge", "", nil, binPath, "run", "--broker", broker.URL(), "--agui-url", g.url,
+		"--state-dir", t.TempDir(), "--metrics", metrics, "--log-level", "error")
+	if err := br.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(br.Stop)
+	waitUntil(t, 15*time.Second, "the bridge's metrics", func() bool { _, n := scrape(t, metrics); return n > 0 })
+	time.Sleep(500 * time.Millisecond)
+	coll, err := fleetsim.Collect(broker.URL(), "huge-collector")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer coll.Close()
+	pub := paho.NewClient(paho.NewClientOptions().AddBroker(broker.URL()).SetClientID("huge-pub"))
+	if tok := pub.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+		t.Fatal(tok.Error())
+	}
+	defer pub.Disconnect(100)
+	const dev, id = "huge", "huge-batch"
+	note := strings.Repeat("crack in the weld ", 250_000/18)
+	rss0, _ := scrape(t, metrics)
+	peak, heap := rss0, lastHeapMiB
+	start := time.Now()
+	for i := 1; i <= parts; i++ {
+		b, _ := json.Marshal(protocol.Batch{Envelope: protocol.Envelope{V: 1, Type: protocol.TypeBatch, ID: id, Seq: 1,
+			DeviceID: dev, StoreID: "s", CreatedAt: protocol.FormatTime(time.Now())}, Count: 1,
+			Items:   []protocol.Item{{ID: fmt.Sprintf("n%04d", i), Text: note, Lang: "en"}},
+			Context: protocol.BatchContext{IsOfflineBatch: true, MessageCount: parts}, Part: &protocol.BatchPart{Index: i, Of: parts}})
+		if tok := pub.Publish(protocol.Topic(dev, protocol.TopicBatches), 1, false, b); !tok.WaitTimeout(30*time.Second) || tok.Error() != nil {
+			t.Fatalf("publish part %d: %v", i, tok.Error())
+		}
+		if i%20 == 0 {
+			rss, _ := scrape(t, metrics)
+			peak = max(peak, rss)
+			heap = max(heap, lastHeapMiB)
+		}
+	}
+	waitUntil(t, 2*time.Minute, "the batch's ack", func() bool { _, ok := coll.AckAt(id); return ok })
+	rss, _ := scrape(t, metrics)
+	peak = max(peak, rss)
+	var reason string
+	for _, c := range coll.Commands() {
+		if c.Type == protocol.CmdParked && len(c.IDs) == 1 && c.IDs[0] == id {
+			reason = c.Reason
+		}
+	}
+	heap = max(heap, lastHeapMiB)
+	t.Logf("%d parts of %d bytes in %v: RSS %.1f MiB before, peak %.1f MiB (Go heap in use peak %.1f MiB); parked: %q", parts, len(note),
+		time.Since(start).Round(time.Second), rss0, peak, heap, reason)
+	if !strings.HasPrefix(reason, "batch_too_large") {
+		t.Errorf("the batch was not parked as batch_too_large: %q", reason)
+	}
+	if _, ok := coll.Reply(id); ok {
+		t.Errorf("the batch was run")
+	}
+	// Bounded, not small: the parts kept (max_batch_bytes) and their dead
+	// letter are in memory while it is committed, and the parts behind
+	// them wait in the device's backlog (max_backlog_bytes, in Badger's
+	// memory-mapped value log).
+	if peak > 512 || heap > 256 {
+		t.Errorf("bridge RSS peaked at %.1f MiB, Go heap at %.1f MiB", peak, heap)
 	}
 }
