@@ -189,7 +189,9 @@ bench: build
 
 # agora-bridge at fleet scale (docs/bridge.md): nats-server, 3 bridge
 # processes (one kill -9'd), 200 simulated devices × 20 messages, the
-# reference graph; and the graph down for 30 s. Not part of `make test`.
+# reference graph; the graph down for 30 s; and the hostile soak (thousands
+# of device ids, a hanging device, incomplete parts, a forged seq: RSS and
+# goroutines measured, a few minutes). Not part of `make test`.
 test-fleet: deps shim
 	AGORA_FLEET=1 $(GO) test -count=1 -timeout 60m -run 'TestFleet' -v ./cmd/agora-bridge/
 

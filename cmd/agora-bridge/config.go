@@ -46,6 +46,18 @@ type Config struct {
 		MaxElapsed     Duration `yaml:"max_elapsed"`
 		RejectAttempts int      `yaml:"reject_attempts"`
 	} `yaml:"retry"`
+	// Limits bound what one device (or a stranger on the broker) can make
+	// the bridge hold or refuse (docs/bridge.md "Limits").
+	Limits struct {
+		MaxSeqJump      int      `yaml:"max_seq_jump"`
+		MaxBatchBytes   int      `yaml:"max_batch_bytes"`
+		JoinBudget      int      `yaml:"join_budget"`
+		PartTTL         Duration `yaml:"part_ttl"`
+		QueuePerDevice  int      `yaml:"queue_per_device"`
+		MaxBacklog      int      `yaml:"max_backlog"`
+		MaxBacklogBytes int64    `yaml:"max_backlog_bytes"`
+		WorkerIdle      Duration `yaml:"worker_idle"`
+	} `yaml:"limits"`
 	State struct {
 		Dir        string `yaml:"dir"`
 		SyncWrites *bool  `yaml:"sync_writes"`
@@ -86,6 +98,14 @@ func defaults() Config {
 	c.Retry.Max = Duration(30 * time.Second)
 	c.Retry.MaxElapsed = Duration(10 * time.Minute)
 	c.Retry.RejectAttempts = 1
+	c.Limits.MaxSeqJump = 100000
+	c.Limits.MaxBatchBytes = 16 << 20
+	c.Limits.JoinBudget = 64 << 20
+	c.Limits.PartTTL = Duration(time.Hour)
+	c.Limits.QueuePerDevice = 16
+	c.Limits.MaxBacklog = 10000
+	c.Limits.MaxBacklogBytes = 64 << 20
+	c.Limits.WorkerIdle = Duration(time.Minute)
 	c.Metrics.PerDevice = true
 	c.Log.Level = "info"
 	c.Log.Format = "text"
@@ -149,6 +169,17 @@ func (c *Config) validate() error {
 	}
 	if c.Retry.Max < c.Retry.Initial {
 		return fmt.Errorf("retry.max %v is less than retry.initial %v", time.Duration(c.Retry.Max), time.Duration(c.Retry.Initial))
+	}
+	for _, l := range []struct {
+		field string
+		v     int64
+	}{{"max_seq_jump", int64(c.Limits.MaxSeqJump)}, {"max_batch_bytes", int64(c.Limits.MaxBatchBytes)},
+		{"join_budget", int64(c.Limits.JoinBudget)}, {"part_ttl", int64(c.Limits.PartTTL)},
+		{"queue_per_device", int64(c.Limits.QueuePerDevice)}, {"max_backlog", int64(c.Limits.MaxBacklog)},
+		{"max_backlog_bytes", c.Limits.MaxBacklogBytes}, {"worker_idle", int64(c.Limits.WorkerIdle)}} {
+		if l.v < 1 {
+			return fmt.Errorf("limits.%s: %d, want > 0", l.field, l.v)
+		}
 	}
 	switch c.Log.Level {
 	case "debug", "info", "warn", "error":

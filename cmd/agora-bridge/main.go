@@ -44,6 +44,7 @@ const usageText = `usage: agora-bridge <command> [flags]
 commands:
   run           run the bridge until SIGTERM (agora-bridge run -h for flags)
   deadletters   list parked messages (mosquitto mode: --state-dir; fleet: --nats)
+  reset-seq     clear one device's sequence record: reset-seq --device ID (--state-dir DIR | --nats URL)
   version       print the version
 `
 
@@ -64,6 +65,8 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return cmdRun(ctx, args[1:], stderr)
 	case "deadletters":
 		return cmdDeadLetters(args[1:], stdout, stderr)
+	case "reset-seq":
+		return cmdResetSeq(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintf(stdout, "agora-bridge %s\n", version)
 		return exitOK
@@ -148,7 +151,9 @@ func run(ctx context.Context, c Config, log *slog.Logger) error {
 	if err := os.MkdirAll(c.State.Dir, 0o750); err != nil {
 		return fmt.Errorf("state dir: %w", err)
 	}
-	mqttOpts := bridge.MQTTOptions{BrokerURL: c.Broker.URL, ClientID: c.Broker.ClientID, Username: c.Broker.Username, Logger: log}
+	mqttOpts := bridge.MQTTOptions{BrokerURL: c.Broker.URL, ClientID: c.Broker.ClientID, Username: c.Broker.Username, Logger: log,
+		QueuePerDevice: c.Limits.QueuePerDevice, MaxBacklog: c.Limits.MaxBacklog, MaxBacklogBytes: c.Limits.MaxBacklogBytes,
+		WorkerIdle: time.Duration(c.Limits.WorkerIdle)}
 	if c.Broker.PasswordFile != "" {
 		pw, err := os.ReadFile(c.Broker.PasswordFile)
 		if err != nil {
@@ -190,6 +195,7 @@ func run(ctx context.Context, c Config, log *slog.Logger) error {
 		}
 		defer bs.Close()
 		store = bs
+		mqttOpts.Spill = bs
 	}
 	mq, err := bridge.NewMQTT(mqttOpts)
 	if err != nil {
@@ -199,6 +205,8 @@ func run(ctx context.Context, c Config, log *slog.Logger) error {
 	agent := agui.New(c.Agent.URL, c.Agent.MaxConns, time.Duration(c.Agent.Timeout))
 	b, err := bridge.New(bridge.Options{Agent: agent, Store: store, Publisher: mq, Metrics: m, Logger: log,
 		ThreadPrefix: c.Agent.ThreadPrefix, PerDeviceLag: c.Metrics.PerDevice, MaxConcurrentRuns: c.Agent.MaxRuns,
+		MaxSeqJump: c.Limits.MaxSeqJump, MaxBatchBytes: c.Limits.MaxBatchBytes, JoinBudget: c.Limits.JoinBudget,
+		PartTTL: time.Duration(c.Limits.PartTTL),
 		Retry: bridge.Retry{Initial: time.Duration(c.Retry.Initial), Max: time.Duration(c.Retry.Max),
 			MaxElapsed: time.Duration(c.Retry.MaxElapsed), RejectAttempts: c.Retry.RejectAttempts, RunTimeout: time.Duration(c.Agent.Timeout)}})
 	if err != nil {
@@ -230,6 +238,10 @@ func run(ctx context.Context, c Config, log *slog.Logger) error {
 		g.Go(func() error { <-gctx.Done(); return srv.Close() })
 		log.Info("metrics", "listen", ln.Addr().String())
 	}
+	g.Go(func() error {
+		b.SweepParts(gctx, max(min(time.Duration(c.Limits.PartTTL)/4, time.Minute), 100*time.Millisecond))
+		return nil
+	})
 	mode := "mosquitto"
 	if js != nil {
 		mode = "jetstream"

@@ -9,10 +9,12 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
 
 	"github.com/ag-ui-protocol/ag-ui/sdks/community/go/pkg/core/types"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/agora/agorad/buffer"
 	"github.com/agora/agorad/sync/agui"
@@ -61,22 +63,37 @@ type Options struct {
 	// protocol.MaxMessageBytes, the most the device ever sends in one
 	// message (a larger batch comes in parts).
 	MaxPayload int
-	// PerDeviceLag exports the per-device lag gauge (one series per device).
+	// PerDeviceLag exports the per-device lag and online gauges (one series
+	// per device id ever seen).
 	PerDeviceLag bool
 	// MaxConcurrentRuns bounds the runs in flight from this bridge (default
 	// 64): an agent given a thousand turns at once finishes them all late
 	// instead of most of them early.
 	MaxConcurrentRuns int
+	// MaxSeqJump refuses (parks) a message whose seq is more than this
+	// above the last handed over from its device store, plus the outbox the
+	// device's status reports (default DefaultMaxSeqJump).
+	MaxSeqJump int
+	// MaxBatchBytes parks a batch whose parts add up to more (default
+	// DefaultMaxBatchBytes); JoinBudget bounds the bytes of the batches
+	// joined and run at once (default DefaultJoinBudget); PartTTL parks a
+	// batch whose parts have not all come this long after its first
+	// (default DefaultPartTTL; SweepParts applies it).
+	MaxBatchBytes int
+	JoinBudget    int
+	PartTTL       time.Duration
 }
 
 // Bridge turns device messages into AG-UI runs and answers. Handle must not
 // be called concurrently for the same device (the transports serialise per
 // device); different devices run in parallel.
 type Bridge struct {
-	o    Options
-	m    *Metrics
-	log  *slog.Logger
-	runs chan struct{} // semaphore of MaxConcurrentRuns
+	o      Options
+	m      *Metrics
+	log    *slog.Logger
+	runs   chan struct{}       // semaphore of MaxConcurrentRuns
+	joins  *semaphore.Weighted // JoinBudget bytes of batches joined at once
+	partMu [64]sync.Mutex      // a batch's collection vs. its expiry, striped by device
 }
 
 // New checks opts and fills defaults.
@@ -113,7 +130,18 @@ func New(o Options) (*Bridge, error) {
 	if o.MaxConcurrentRuns <= 0 {
 		o.MaxConcurrentRuns = 64
 	}
-	return &Bridge{o: o, m: m, log: o.Logger.With("component", "bridge"), runs: make(chan struct{}, o.MaxConcurrentRuns)}, nil
+	if o.MaxSeqJump <= 0 {
+		o.MaxSeqJump = DefaultMaxSeqJump
+	}
+	if o.MaxBatchBytes <= 0 {
+		o.MaxBatchBytes = DefaultMaxBatchBytes
+	}
+	if o.JoinBudget <= 0 {
+		o.JoinBudget = DefaultJoinBudget
+	}
+	def(&o.PartTTL, DefaultPartTTL)
+	return &Bridge{o: o, m: m, log: o.Logger.With("component", "bridge"), runs: make(chan struct{}, o.MaxConcurrentRuns),
+		joins: semaphore.NewWeighted(int64(o.JoinBudget))}, nil
 }
 
 // ThreadID is the AG-UI thread of a device.
@@ -165,7 +193,16 @@ func (b *Bridge) Handle(ctx context.Context, topic string, payload []byte, onWai
 	}
 	switch name {
 	case protocol.TopicUtterances, protocol.TopicBatches:
-		return b.data(ctx, device, name, topic, payload, onWait)
+		err := b.data(ctx, device, name, topic, payload, onWait)
+		if errors.Is(err, ErrUnstorable) {
+			// The store refused a key made of the message's id: retrying
+			// cannot help and would hold the device's (and, on JetStream,
+			// its partition's) later messages, so it is parked at once
+			// under a content hash.
+			why := b.bad("id", "the store cannot hold it: "+err.Error(), topic, payload)
+			return b.parkBad(device, topic, payload, why)
+		}
+		return err
 	case protocol.TopicStatus:
 		return b.status(ctx, device, topic, payload)
 	case protocol.TopicEvents, protocol.TopicAcks:
@@ -208,7 +245,7 @@ func (b *Bridge) envelope(device, wantType, topic string, payload []byte, v any)
 	case wantType != "" && env.Type != wantType:
 		problem, reason = fmt.Sprintf("type %q on a %s topic", excerptString(env.Type), wantType), "type"
 	case !validID(env.ID):
-		problem, reason = "missing or malformed id (1-128 of A-Z a-z 0-9 . _ = -)", "id"
+		problem, reason = "missing or malformed id (1-128 of A-Z a-z 0-9 . _ = -, no leading, trailing or double '.')", "id"
 	}
 	if problem != "" {
 		return env, b.bad(reason, problem, topic, payload)
@@ -222,9 +259,10 @@ func (b *Bridge) envelope(device, wantType, topic string, payload []byte, v any)
 }
 
 // validID accepts the device's UUIDv7 ids and anything else that is safe in
-// store keys, NATS KV keys and command ids.
+// store keys, NATS KV keys and command ids: a KV key is dot-separated
+// tokens, so an id may not start or end with '.' nor hold "..".
 func validID(id string) bool {
-	if id == "" || len(id) > 128 {
+	if id == "" || len(id) > 128 || id[0] == '.' || id[len(id)-1] == '.' || strings.Contains(id, "..") {
 		return false
 	}
 	for _, r := range id {
@@ -257,6 +295,9 @@ func (b *Bridge) status(ctx context.Context, device, topic string, payload []byt
 	if st.Mode != "" { // the last will carries no mode: keep the last known
 		ds.Mode = st.Mode
 	}
+	if st.Online && env.StoreID != "" { // the will carries no outbox
+		ds.StatusStoreID, ds.StatusOutbox = env.StoreID, max(st.Outbox, 0)
+	}
 	ds.Online, ds.StatusAt, ds.UpdatedAt = st.Online, st.UpdatedAt, time.Now()
 	if err := b.o.Store.PutDevice(device, ds); err != nil {
 		return err
@@ -265,7 +306,9 @@ func (b *Bridge) status(ctx context.Context, device, topic string, payload []byt
 	if st.Online {
 		online = 1
 	}
-	b.m.Online.WithLabelValues(device).Set(online)
+	if b.o.PerDeviceLag { // one series per device id: a fleet (or a stranger) turns it off
+		b.m.Online.WithLabelValues(device).Set(online)
+	}
 	b.counted(ctx, device, "status", env, "stored")
 	b.log.Debug("device status", "device", device, "online", st.Online, "mode", st.Mode)
 	return nil
@@ -387,7 +430,21 @@ func (b *Bridge) data(ctx context.Context, device, name, topic string, payload [
 	if err != nil {
 		return err
 	}
-	if env.StoreID != "" && env.StoreID == ds.StoreID && env.Seq < ds.StoreSeq {
+	// A later part of a batch whose first part was taken is not checked
+	// again: its seq is the first's (JoinParts holds them to it), and a
+	// newer message run meanwhile must not cut the batch in two.
+	var collecting bool
+	if batch.Part != nil {
+		if _, collecting, err = b.o.Store.PendingBatch(device, env.ID); err != nil {
+			return err
+		}
+	}
+	if why := b.seqJump(ds, env); why != "" && !collecting {
+		b.m.BadInput.WithLabelValues("seq_jump").Inc()
+		b.counted(ctx, device, typ, env, "invalid")
+		return b.parkRefused(ctx, device, topic, &env, payload, why)
+	}
+	if env.StoreID != "" && env.StoreID == ds.StoreID && env.Seq < ds.StoreSeq && !collecting {
 		// A new id with a seq below one already handed over from the same
 		// store: the device never produces that (it re-sends under the
 		// original id), so it is refused rather than run out of order.
@@ -398,9 +455,11 @@ func (b *Bridge) data(ctx context.Context, device, name, topic string, payload [
 	}
 	if batch.Part != nil {
 		var complete bool
-		if batch, payload, complete, err = b.collectPart(ctx, device, env, batch, payload); err != nil || !complete {
+		var release func()
+		if batch, payload, release, complete, err = b.collectPart(ctx, device, env, batch, payload); err != nil || !complete {
 			return err
 		}
+		defer release()
 	}
 	if env.Seq <= ds.LastSeq {
 		// A new id with an old seq: the device re-published a batch after
@@ -587,7 +646,7 @@ func (b *Bridge) runWithRetry(ctx context.Context, device string, env protocol.E
 		if kind == "garbage" || kind == "stream" {
 			b.m.BadInput.WithLabelValues("agui_" + kind).Inc()
 		}
-		if agui.IsPermanent(err) {
+		if agui.IsPermanent(err) || answerTooLarge(err) {
 			rejects++
 			if rejects >= b.o.Retry.RejectAttempts {
 				return res, attempt, fmt.Errorf("rejected by the agent %d times: %w", rejects, err)
@@ -609,6 +668,16 @@ func (b *Bridge) runWithRetry(ctx context.Context, device string, env protocol.E
 		}
 		backoff = min(backoff*2, b.o.Retry.Max)
 	}
+}
+
+// answerTooLarge reports a run whose answer exceeded the AG-UI client's
+// bounds (an SSE line or event larger than MaxEventBytes): the same input
+// gets the same answer, so it is a rejection, not a transient failure to
+// retry for retry.max_elapsed (a huge batch echoed back in the graph's
+// state did that).
+func answerTooLarge(err error) bool {
+	msg := err.Error()
+	return strings.Contains(msg, "SSE line too long") || strings.Contains(msg, "event larger than")
 }
 
 // utteranceInput is one feedback-mode turn (refgraph/README.md is the

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -24,8 +25,7 @@ func writeDeadLetterFile(stateDir string, dl *DeadLetter) error {
 	if err != nil {
 		return fmt.Errorf("dead letter file: %w", err)
 	}
-	// Device ids may hold '.', ids may not hold '/': hex keeps names flat.
-	name := hex.EncodeToString([]byte(dl.DeviceID)) + "_" + dl.ID + ".json"
+	name := deadLetterFileName(dl.DeviceID, dl.ID)
 	f, err := os.CreateTemp(dir, ".tmp-*")
 	if err != nil {
 		return fmt.Errorf("dead letter file: %w", err)
@@ -45,6 +45,24 @@ func writeDeadLetterFile(stateDir string, dl *DeadLetter) error {
 		return fmt.Errorf("dead letter file %s: %w", name, err)
 	}
 	return nil
+}
+
+// maxDeadLetterName bounds a dead letter's file name, well under the 255
+// bytes of common file systems.
+const maxDeadLetterName = 160
+
+// deadLetterFileName is <hex device>_<id>.json (device ids may hold '.',
+// ids may not hold '/': hex keeps names flat), or, when that would be
+// longer than maxDeadLetterName (a 64-byte device id and a 128-character
+// id make 262 bytes), "h_" and a hash of both: the listing reads the device
+// and id from the content.
+func deadLetterFileName(device, id string) string {
+	name := hex.EncodeToString([]byte(device)) + "_" + id + ".json"
+	if len(name) <= maxDeadLetterName {
+		return name
+	}
+	sum := sha256.Sum256([]byte(device + "/" + id))
+	return "h_" + hex.EncodeToString(sum[:20]) + ".json"
 }
 
 // ReadDeadLetterFiles lists up to limit (all when <= 0) dead letters kept as

@@ -17,6 +17,17 @@
 //   - A run is retried within Retry's bounds and then parked (dead letter,
 //     metric, log); a parked message is acked and does not hold the device's
 //     later messages.
+//   - Bounded by construction (docs/bridge.md "Limits"): a device's worker
+//     ends when idle; past a small in-memory queue its messages wait in a
+//     bounded backlog in the state (acked to the broker once kept), so one
+//     device never holds the broker's delivery to the others; parts are
+//     kept only up to MaxBatchBytes and PartTTL, joins share JoinBudget.
+//   - Parts are joined only when they agree; a batch's kept parts are
+//     dropped only with the commit that runs or parks it whole (or, expired,
+//     with the dead letter that holds them).
+//   - One message cannot move a device's sequence so far that its real
+//     messages are refused: a seq more than MaxSeqJump (plus the outbox the
+//     device's status reports) above its store's last is parked.
 //   - Bad input is counted, logged with a bounded excerpt and acknowledged;
 //     nothing is ever published to a device other than the one named by the
 //     topic the message came from.

@@ -60,6 +60,13 @@ var fastRetry = bridge.Retry{Initial: 20 * time.Millisecond, Max: 200 * time.Mil
 // startBridge runs a mosquitto-mode bridge until the test ends.
 func startBridge(t *testing.T, brokerURL, agentURL string, retry bridge.Retry, stateDir string) *harness {
 	t.Helper()
+	return startBridgeWith(t, brokerURL, agentURL, retry, stateDir, nil, bridge.MQTTOptions{})
+}
+
+// startBridgeWith is startBridge with options changed by opt and mq's
+// non-zero limits; it also sweeps expired parts every 100ms.
+func startBridgeWith(t *testing.T, brokerURL, agentURL string, retry bridge.Retry, stateDir string, opt func(*bridge.Options), mq0 bridge.MQTTOptions) *harness {
+	t.Helper()
 	if stateDir == "" {
 		stateDir = t.TempDir()
 	}
@@ -70,23 +77,37 @@ func startBridge(t *testing.T, brokerURL, agentURL string, retry bridge.Retry, s
 		t.Fatal(err)
 	}
 	h.store = st
-	mq, err := bridge.NewMQTT(bridge.MQTTOptions{BrokerURL: brokerURL, ClientID: fmt.Sprintf("bridge-%d", time.Now().UnixNano()), Logger: logger})
+	if mq0.Spill == nil {
+		mq0.Spill = st
+	}
+	if mq0.ClientID == "" {
+		mq0.ClientID = fmt.Sprintf("bridge-%d", time.Now().UnixNano())
+	}
+	mq0.BrokerURL, mq0.Logger = brokerURL, logger
+	mq, err := bridge.NewMQTT(mq0)
 	if err != nil {
 		t.Fatal(err)
 	}
 	h.mqtt = mq
-	h.b, err = bridge.New(bridge.Options{Agent: agui.New(agentURL, 16, 10*time.Second), Store: st, Publisher: mq,
-		Metrics: h.m, Logger: logger, Retry: retry, PerDeviceLag: true})
+	o := bridge.Options{Agent: agui.New(agentURL, 16, 10*time.Second), Store: st, Publisher: mq,
+		Metrics: h.m, Logger: logger, Retry: retry, PerDeviceLag: true}
+	if opt != nil {
+		opt(&o)
+	}
+	h.b, err = bridge.New(o)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	h.cancel = cancel
+	sweeping := make(chan struct{})
+	go func() { defer close(sweeping); h.b.SweepParts(ctx, 100*time.Millisecond) }()
 	go func() {
 		defer close(h.done)
 		_ = mq.Run(ctx, func(ctx context.Context, topic string, payload []byte) error {
 			return h.b.Handle(ctx, topic, payload, nil)
 		}, nil)
+		<-sweeping
 	}()
 	t.Cleanup(h.stop)
 	waitFor(t, 10*time.Second, "bridge MQTT connection", mq.Connected)

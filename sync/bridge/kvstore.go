@@ -19,6 +19,18 @@ import (
 // bridges updating a device's status never overwrite its sequence record.
 type KVStore struct{ kv nats.KeyValue }
 
+// ErrUnstorable marks a store error caused by the message itself (a key the
+// store cannot hold): Bridge parks the message instead of retrying it.
+var ErrUnstorable = errors.New("key the store cannot hold")
+
+// unstorable wraps a KV error caused by the key as ErrUnstorable.
+func unstorable(err error) error {
+	if errors.Is(err, nats.ErrInvalidKey) {
+		return fmt.Errorf("%w: %w", ErrUnstorable, err)
+	}
+	return err
+}
+
 func kvDev(device string) string { return hex.EncodeToString([]byte(device)) }
 
 func (s *KVStore) get(key string, v any) (bool, error) {
@@ -27,7 +39,7 @@ func (s *KVStore) get(key string, v any) (bool, error) {
 		return false, nil
 	}
 	if err != nil {
-		return false, err
+		return false, unstorable(err)
 	}
 	return true, json.Unmarshal(e.Value(), v)
 }
@@ -38,7 +50,7 @@ func (s *KVStore) put(key string, v any) error {
 		return err
 	}
 	_, err = s.kv.Put(key, b)
-	return err
+	return unstorable(err)
 }
 
 // Get implements Store.
@@ -55,6 +67,8 @@ type kvStatus struct {
 	Mode     string `json:"mode"`
 	Online   bool   `json:"online"`
 	StatusAt string `json:"status_at"`
+	StoreID  string `json:"store_id,omitempty"`
+	Outbox   int    `json:"outbox,omitempty"`
 }
 
 // Device implements Store.
@@ -68,6 +82,7 @@ func (s *KVStore) Device(device string) (DeviceState, error) {
 		return ds, fmt.Errorf("read device %s status: %w", device, err)
 	}
 	ds.Mode, ds.Online, ds.StatusAt = st.Mode, st.Online, st.StatusAt
+	ds.StatusStoreID, ds.StatusOutbox = st.StoreID, st.Outbox
 	return ds, nil
 }
 
@@ -83,7 +98,7 @@ func (s *KVStore) Commit(device, id string, rec Record, ds DeviceState, dl *Dead
 			return fmt.Errorf("store seq index %s/%s: %w", device, id, err)
 		}
 	}
-	ds.Mode, ds.Online, ds.StatusAt = "", false, ""
+	ds.Mode, ds.Online, ds.StatusAt, ds.StatusStoreID, ds.StatusOutbox = "", false, "", "", 0
 	if err := s.put("d."+kvDev(device), ds); err != nil {
 		return fmt.Errorf("store device %s: %w", device, err)
 	}
@@ -93,10 +108,11 @@ func (s *KVStore) Commit(device, id string, rec Record, ds DeviceState, dl *Dead
 	// The parts are no longer needed; left behind by a crash they are
 	// only space (a redelivered part finds the record first).
 	keys, err := s.partKeys(device, id)
-	if err == nil {
+	if err == nil && len(keys) > 0 {
 		for _, k := range keys {
 			_ = s.kv.Purge(k)
 		}
+		_ = s.kv.Purge(kvPending(device, id))
 	}
 	return nil
 }
@@ -117,14 +133,6 @@ func (s *KVStore) BySeq(device, storeID string, seq uint64) (string, bool, error
 		return "", false, fmt.Errorf("read seq %d of %s/%s: %w", seq, device, storeID, err)
 	}
 	return id, found, nil
-}
-
-// PutPart implements Store.
-func (s *KVStore) PutPart(device, id string, index int, payload []byte) error {
-	if _, err := s.kv.Put(kvPart(device, id, index), payload); err != nil {
-		return fmt.Errorf("store part %d of %s/%s: %w", index, device, id, err)
-	}
-	return nil
 }
 
 func (s *KVStore) partKeys(device, id string) ([]string, error) {
@@ -166,7 +174,8 @@ func (s *KVStore) Parts(device, id string) ([][]byte, error) {
 
 // PutDevice implements Store (only the status part).
 func (s *KVStore) PutDevice(device string, ds DeviceState) error {
-	return s.put("s."+kvDev(device), kvStatus{Mode: ds.Mode, Online: ds.Online, StatusAt: ds.StatusAt})
+	return s.put("s."+kvDev(device), kvStatus{Mode: ds.Mode, Online: ds.Online, StatusAt: ds.StatusAt,
+		StoreID: ds.StatusStoreID, Outbox: ds.StatusOutbox})
 }
 
 // DeadLetters implements Store.

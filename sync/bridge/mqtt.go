@@ -25,9 +25,20 @@ type MQTTOptions struct {
 	// clients (JetStream mode) set NoSubscribe.
 	Subscribe   []string
 	NoSubscribe bool
-	// QueuePerDevice bounds messages waiting for one device's worker; a full
-	// queue holds the broker back (default 1024).
-	QueuePerDevice int
+	// QueuePerDevice bounds messages waiting in memory for one device's
+	// worker (default 16). With Spill set, more go to the backlog in the
+	// bridge's state (acknowledged to the broker, as durable there), up to
+	// MaxBacklog messages or MaxBacklogBytes per device (defaults 10,000
+	// and 64 MiB), so a device whose runs hang never holds back the broker's
+	// delivery to the others; past that, or without Spill, a full queue
+	// holds the broker back.
+	QueuePerDevice  int
+	Spill           Spill
+	MaxBacklog      int
+	MaxBacklogBytes int64
+	// WorkerIdle ends a device's worker after this long with nothing to do
+	// (default 1m): a fleet of devices seen once costs nothing afterwards.
+	WorkerIdle time.Duration
 	// PublishTimeout bounds waiting for a PUBACK (default 15s).
 	PublishTimeout time.Duration
 	Logger         *slog.Logger
@@ -56,8 +67,12 @@ type MQTT struct {
 	seen    func(n int)
 }
 
-type worker struct {
-	ch chan paho.Message
+// Spill keeps the messages of a device whose worker is busy (BadgerStore).
+type Spill interface {
+	SpillPut(device string, n uint64, topic string, payload []byte) error
+	SpillGet(device string, n uint64) (topic string, payload []byte, err error)
+	SpillDelete(device string, n uint64) error
+	SpillBacklogs() (map[string]Backlog, error)
 }
 
 // NewMQTT validates o. Run connects.
@@ -73,7 +88,16 @@ func NewMQTT(o MQTTOptions) (*MQTT, error) {
 		o.Subscribe = DefaultTopics
 	}
 	if o.QueuePerDevice <= 0 {
-		o.QueuePerDevice = 1024
+		o.QueuePerDevice = 16
+	}
+	if o.MaxBacklog <= 0 {
+		o.MaxBacklog = 10000
+	}
+	if o.MaxBacklogBytes <= 0 {
+		o.MaxBacklogBytes = 64 << 20
+	}
+	if o.WorkerIdle <= 0 {
+		o.WorkerIdle = time.Minute
 	}
 	if o.PublishTimeout <= 0 {
 		o.PublishTimeout = 15 * time.Second
@@ -129,6 +153,19 @@ func (m *MQTT) Run(ctx context.Context, handle func(ctx context.Context, topic s
 	if m.o.TLS != nil {
 		opts.SetTLSConfig(m.o.TLS)
 	}
+	if handle != nil && m.o.Spill != nil {
+		// Backlogs kept before a restart come first.
+		bls, err := m.o.Spill.SpillBacklogs()
+		if err != nil {
+			return err
+		}
+		m.mu.Lock()
+		for d, bl := range bls {
+			w := m.startWorker(d)
+			w.head, w.tail, w.bytes = bl.Head, bl.Tail, bl.Bytes
+		}
+		m.mu.Unlock()
+	}
 	m.cli = paho.NewClient(opts)
 	tok := m.cli.Connect()
 	select {
@@ -166,63 +203,4 @@ func (m *MQTT) onConnect(c paho.Client) {
 		}
 		m.log.Info("MQTT subscribed", "filters", m.o.Subscribe)
 	}()
-}
-
-// onMessage runs on paho's single delivery goroutine: it only queues.
-func (m *MQTT) onMessage(_ paho.Client, msg paho.Message) {
-	device := DeviceOf(msg.Topic())
-	if device == "" {
-		// Not a device topic: Handle counts and logs it; nothing to order.
-		_ = m.handle(m.ctx, msg.Topic(), msg.Payload())
-		msg.Ack()
-		return
-	}
-	m.mu.Lock()
-	w := m.workers[device]
-	if w == nil {
-		w = &worker{ch: make(chan paho.Message, m.o.QueuePerDevice)}
-		m.workers[device] = w
-		m.wg.Add(1)
-		go m.work(device, w)
-		if m.seen != nil {
-			m.seen(len(m.workers))
-		}
-	}
-	m.mu.Unlock()
-	select {
-	case w.ch <- msg:
-	case <-m.ctx.Done():
-	}
-}
-
-// work handles one device's messages in arrival order. A message whose
-// Handle fails is retried (with backoff) before the next one is looked at;
-// at shutdown it is left unacknowledged for redelivery.
-func (m *MQTT) work(device string, w *worker) {
-	defer m.wg.Done()
-	for {
-		select {
-		case <-m.ctx.Done():
-			return
-		case msg := <-w.ch:
-			backoff := 200 * time.Millisecond
-			for {
-				err := m.handle(m.ctx, msg.Topic(), msg.Payload())
-				if err == nil {
-					msg.Ack()
-					break
-				}
-				if m.ctx.Err() != nil {
-					return
-				}
-				m.log.Error("handing over failed; retrying", "device", device, "topic", msg.Topic(), "err", err, "in", backoff)
-				select {
-				case <-m.ctx.Done():
-					return
-				case <-time.After(backoff):
-				}
-				backoff = min(backoff*2, 10*time.Second)
-			}
-		}
-	}
 }

@@ -38,13 +38,17 @@ type DeviceState struct {
 	// StoreID/StoreSeq: the device store incarnation seen last and the
 	// highest seq handed over from it; a lower seq under a new message id
 	// from the same store is refused (de-duplication by store_id, seq).
-	StoreID   string    `json:"store_id,omitempty"`
-	StoreSeq  uint64    `json:"store_seq,omitempty"`
-	Mode      string    `json:"mode,omitempty"`   // from the last status
-	Online    bool      `json:"online"`           // from the last status (false after the last will)
-	StatusAt  string    `json:"status_at"`        // updated_at of that status
-	Offline   uint64    `json:"offline_messages"` // messages handed over that the device produced offline
-	UpdatedAt time.Time `json:"updated_at"`
+	StoreID  string `json:"store_id,omitempty"`
+	StoreSeq uint64 `json:"store_seq,omitempty"`
+	// StatusStoreID/StatusOutbox: the store and the entries waiting that
+	// the device's last live status reported (the seq-jump allowance).
+	StatusStoreID string    `json:"status_store_id,omitempty"`
+	StatusOutbox  int       `json:"status_outbox,omitempty"`
+	Mode          string    `json:"mode,omitempty"`   // from the last status
+	Online        bool      `json:"online"`           // from the last status (false after the last will)
+	StatusAt      string    `json:"status_at"`        // updated_at of that status
+	Offline       uint64    `json:"offline_messages"` // messages handed over that the device produced offline
+	UpdatedAt     time.Time `json:"updated_at"`
 }
 
 // DeadLetter is a parked message: the device's payload as received and why
@@ -78,11 +82,22 @@ type Store interface {
 	// rec by (rec.StoreID, rec.Seq) when rec.StoreID is set and drops the
 	// parts kept for id.
 	Commit(device, id string, rec Record, ds DeviceState, dl *DeadLetter) error
-	// PutPart keeps part index (1-based) of batch id until the batch is
-	// committed; Parts returns the parts kept, in index order.
-	PutPart(device, id string, index int, payload []byte) error
+	// PutPart keeps part index (1-based, of of) of batch id until the
+	// batch is committed, and returns the batch's pending record with this
+	// part counted; Part returns one part kept, Parts all of them in index
+	// order; Pending lists the batches being collected (up to limit, all
+	// when limit <= 0).
+	PutPart(device, id string, index, of int, payload []byte) (PendingBatch, error)
+	Part(device, id string, index int) ([]byte, bool, error)
 	Parts(device, id string) ([][]byte, error)
+	Pending(limit int) ([]PendingBatch, error)
+	PendingBatch(device, id string) (PendingBatch, bool, error)
+	// DropParts drops the parts kept for id and its pending record.
+	DropParts(device, id string) error
 	PutDevice(device string, ds DeviceState) error
+	// ResetSeq clears the device's sequence record (the operator's
+	// agora-bridge reset-seq): its next message is taken as it comes.
+	ResetSeq(device string) error
 	DeadLetters(limit int) ([]DeadLetter, error)
 	Close() error
 }
@@ -158,9 +173,13 @@ func (s *BadgerStore) Get(device, id string) (Record, bool, error) {
 	return r, found, nil
 }
 
-// Device returns the device's state (zero when unknown).
+// Device returns the device's state (zero when unknown), first applying a
+// reset-seq requested while the bridge ran.
 func (s *BadgerStore) Device(device string) (DeviceState, error) {
 	var ds DeviceState
+	if _, err := s.pendingReset(device); err != nil {
+		return ds, err
+	}
 	err := s.db.View(func(txn *badger.Txn) error {
 		_, err := getJSON(txn, devKey(device), &ds)
 		return err
@@ -186,6 +205,13 @@ func (s *BadgerStore) Commit(device, id string, rec Record, ds DeviceState, dl *
 			}
 		}
 		if err := deleteKeys(txn, partPrefix(device, id)); err != nil {
+			return err
+		}
+		if _, err := txn.Get(pendingKey(device, id)); err == nil {
+			if err := txn.Delete(pendingKey(device, id)); err != nil {
+				return err
+			}
+		} else if !errors.Is(err, badger.ErrKeyNotFound) {
 			return err
 		}
 		if dl != nil {
@@ -238,14 +264,6 @@ func (s *BadgerStore) BySeq(device, storeID string, seq uint64) (string, bool, e
 		return "", false, fmt.Errorf("read seq %d of %s/%s: %w", seq, device, storeID, err)
 	}
 	return id, id != "", nil
-}
-
-// PutPart implements Store.
-func (s *BadgerStore) PutPart(device, id string, index int, payload []byte) error {
-	if err := s.db.Update(func(txn *badger.Txn) error { return txn.Set(partKey(device, id, index), payload) }); err != nil {
-		return fmt.Errorf("store part %d of %s/%s: %w", index, device, id, err)
-	}
-	return nil
 }
 
 // Parts implements Store.

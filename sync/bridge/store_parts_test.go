@@ -44,12 +44,20 @@ func TestStoresKeepPartsAndSeqIndex(t *testing.T) {
 			const dev, id = "dev.with.dots", "019c0000-0000-7000-8000-0000000000aa"
 			// Out of order, one twice, up to index 12 (ordering is numeric).
 			for _, i := range []int{3, 1, 12, 2, 3} {
-				if err := st.PutPart(dev, id, i, []byte(fmt.Sprintf("part %d", i))); err != nil {
+				if _, err := st.PutPart(dev, id, i, 12, []byte(fmt.Sprintf("part %d", i))); err != nil {
 					t.Fatal(err)
 				}
 			}
-			if err := st.PutPart(dev, "other-batch", 1, []byte("other")); err != nil {
+			if _, err := st.PutPart(dev, "other-batch", 1, 2, []byte("other")); err != nil {
 				t.Fatal(err)
+			}
+			// The pending record counts distinct parts and their bytes.
+			pb, found, err := st.PendingBatch(dev, id)
+			if err != nil || !found || pb.Parts != 4 || pb.Of != 12 || pb.Bytes != int64(len("part 1part 2part 3part 12")) {
+				t.Fatalf("pending batch %+v found %v err %v", pb, found, err)
+			}
+			if all, err := st.Pending(0); err != nil || len(all) != 2 {
+				t.Fatalf("%d pending batches (%v), want 2", len(all), err)
 			}
 			parts, err := st.Parts(dev, id)
 			if err != nil {
@@ -76,6 +84,9 @@ func TestStoresKeepPartsAndSeqIndex(t *testing.T) {
 			}
 			if parts, _ := st.Parts(dev, "other-batch"); len(parts) != 1 {
 				t.Errorf("the commit dropped another batch's parts")
+			}
+			if _, found, _ := st.PendingBatch(dev, id); found {
+				t.Errorf("pending record kept after the commit")
 			}
 			cases := []struct {
 				store string

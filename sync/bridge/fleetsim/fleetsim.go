@@ -208,6 +208,7 @@ type Command struct {
 	Text      string   `json:"text"`
 	Spoken    string   `json:"spoken"`
 	IDs       []string `json:"ids"`
+	Reason    string   `json:"reason"` // parked
 	At        time.Time
 }
 

@@ -1,0 +1,360 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/http/httputil"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	paho "github.com/eclipse/paho.mqtt.golang"
+
+	"github.com/agora/agorad/sync/bridge"
+	"github.com/agora/agorad/sync/bridge/fleetsim"
+	"github.com/agora/agorad/sync/brokertest"
+	"github.com/agora/agorad/sync/protocol"
+)
+
+// hangingGraph passes every run to the graph behind it except those of
+// one thread, which it holds until the run is cancelled (the bridge's run
+// timeout): a device whose runs hang.
+func hangingGraph(t *testing.T, target, thread string) string {
+	t.Helper()
+	u, err := url.Parse(target)
+	if err != nil {
+		t.Fatal(err)
+	}
+	proxy := httputil.NewSingleHostReverseProxy(&url.URL{Scheme: u.Scheme, Host: u.Host})
+	proxy.FlushInterval = -1 // SSE
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if bytes.Contains(body, []byte(`"threadId":"`+thread+`"`)) {
+			<-r.Context().Done()
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		proxy.ServeHTTP(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv.URL + u.Path
+}
+
+// lastHeapMiB is the Go heap in use at the last scrape.
+var lastHeapMiB float64
+
+// scrape reads the bridge's resident memory (MiB) and goroutines from its
+// /metrics.
+func scrape(t *testing.T, addr string) (rssMiB float64, goroutines int) {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/metrics")
+	if err != nil {
+		t.Logf("metrics: %v", err)
+		return 0, 0
+	}
+	defer resp.Body.Close()
+	sc := bufio.NewScanner(resp.Body)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) != 2 {
+			continue
+		}
+		v, _ := strconv.ParseFloat(f[1], 64)
+		switch f[0] {
+		case "process_resident_memory_bytes":
+			rssMiB = v / (1 << 20)
+		case "go_goroutines":
+			goroutines = int(v)
+		case "go_memstats_heap_inuse_bytes":
+			lastHeapMiB = v / (1 << 20)
+		}
+	}
+	return rssMiB, goroutines
+}
+
+// TestFleetSoakHostile (make test-fleet, issue 49): one mosquitto-mode
+// agora-bridge process against the reference graph, rounds of: thousands
+// of device ids seen once (malformed messages), honest devices asking one
+// question each, a device whose runs hang with 1,100 messages, devices that
+// send part 1 of a batch and never the rest, and a forged far-future seq on
+// an honest device. Every honest device is answered (the forged one's next
+// real message too), and after each round the bridge's RSS and goroutines
+// come back down (measured from its /metrics).
+func TestFleetSoakHostile(t *testing.T) {
+	fleetOnly(t)
+	var (
+		rounds    = envInt("AGORA_SOAK_ROUNDS", 5)
+		strangers = envInt("AGORA_SOAK_STRANGERS", 3000)
+		honest    = envInt("AGORA_SOAK_HONEST", 300)
+		hung      = envInt("AGORA_SOAK_HUNG", 1100)
+		partial   = envInt("AGORA_SOAK_PARTIAL", 200)
+	)
+	broker := brokertest.Start(t)
+	g := startGraph(t)
+	agentURL := hangingGraph(t, g.url, "hang")
+	cfg := filepath.Join(t.TempDir(), "bridge.yaml")
+	// agent.timeout bounds the hanging device's runs (each attempt) and
+	// leaves honest runs on a loaded machine their time; max_elapsed parks
+	// a hanging message after its first attempt.
+	os.WriteFile(cfg, []byte("agent:\n  timeout: 30s\nretry:\n  initial: 200ms\n  max: 1s\n  max_elapsed: 2s\n"+
+		"limits:\n  part_ttl: 5s\n  worker_idle: 2s\nmetrics:\n  per_device: false\n"), 0o600)
+	metrics := freeAddr(t)
+	state := t.TempDir()
+	br := fleetsim.NewProc("bridge", "", nil, binPath, "run", "-c", cfg, "--broker", broker.URL(), "--agui-url", agentURL,
+		"--state-dir", state, "--metrics", metrics, "--log-level", "error")
+	if err := br.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(br.Stop)
+	waitUntil(t, 15*time.Second, "the bridge's metrics", func() bool { _, n := scrape(t, metrics); return n > 0 })
+	time.Sleep(500 * time.Millisecond)
+	coll, err := fleetsim.Collect(broker.URL(), "soak-collector")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer coll.Close()
+	pub := paho.NewClient(paho.NewClientOptions().AddBroker(broker.URL()).SetClientID("soak-pub").SetMaxResumePubInFlight(1000))
+	if tok := pub.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+		t.Fatal(tok.Error())
+	}
+	defer pub.Disconnect(100)
+	send := func(topic string, payload []byte) paho.Token { return pub.Publish(topic, 1, false, payload) }
+	waitAll := func(toks []paho.Token) {
+		for _, tok := range toks {
+			if !tok.WaitTimeout(30*time.Second) || tok.Error() != nil {
+				t.Fatalf("publish: %v", tok.Error())
+			}
+		}
+	}
+	utt := func(dev, id string, seq uint64) []byte {
+		b, _ := json.Marshal(protocol.Utterance{Envelope: protocol.Envelope{V: 1, Type: protocol.TypeUtterance, ID: id, Seq: seq,
+			DeviceID: dev, StoreID: "s-" + dev, CreatedAt: protocol.FormatTime(time.Now())}, Text: "is the weld at frame " + id + " done", Lang: "en"})
+		return b
+	}
+	part := func(dev, id string) []byte {
+		b, _ := json.Marshal(protocol.Batch{Envelope: protocol.Envelope{V: 1, Type: protocol.TypeBatch, ID: id, Seq: 1,
+			DeviceID: dev, StoreID: "s-" + dev, CreatedAt: protocol.FormatTime(time.Now())}, Count: 1,
+			Items:   []protocol.Item{{ID: id + "-n", Text: strings.Repeat("note ", 1000), Lang: "en"}},
+			Context: protocol.BatchContext{IsOfflineBatch: true, MessageCount: 2}, Part: &protocol.BatchPart{Index: 1, Of: 2}})
+		return b
+	}
+	// One question first: the graph's first run is slow (imports, caches).
+	if tok := send(protocol.Topic("warmup", protocol.TopicUtterances), utt("warmup", "warmup-q", 1)); !tok.WaitTimeout(10 * time.Second) {
+		t.Fatal("publish warm-up")
+	}
+	waitUntil(t, 2*time.Minute, "the warm-up answer", func() bool { _, ok := coll.Reply("warmup-q"); return ok })
+	rss0, gr0 := scrape(t, metrics)
+	t.Logf("start: RSS %.1f MiB, %d goroutines", rss0, gr0)
+	type row struct {
+		round                      int
+		peakRSS, afterRSS          float64
+		peakGr, afterGr            int
+		answered, honest           int
+		answerP50, answerMax       time.Duration
+		incompleteParked, forgedOK int
+	}
+	var rows []row
+	var seq uint64 // the hanging device's
+	for r := 1; r <= rounds; r++ {
+		start := time.Now()
+		var toks []paho.Token
+		// The hanging device first: its backlog is behind everyone.
+		for range hung {
+			seq++
+			toks = append(toks, send(protocol.Topic("hang", protocol.TopicUtterances), utt("hang", fmt.Sprintf("hang-%07d", seq), seq)))
+		}
+		for i := range strangers {
+			toks = append(toks, send(fmt.Sprintf("agora/v1/stranger-%d-%05d/events", r, i), []byte(`{}`)))
+		}
+		for i := range partial {
+			dev := fmt.Sprintf("partial-%d-%04d", r, i)
+			toks = append(toks, send(protocol.Topic(dev, protocol.TopicBatches), part(dev, dev+"-b")))
+		}
+		// The forged seq on honest device 0, before its real message.
+		forgedDev := fmt.Sprintf("honest-%d-0000", r)
+		toks = append(toks, send(protocol.Topic(forgedDev, protocol.TopicUtterances), utt(forgedDev, forgedDev+"-real0", 1)))
+		toks = append(toks, send(protocol.Topic(forgedDev, protocol.TopicUtterances), utt(forgedDev, forgedDev+"-forged", 999999999)))
+		sentAt := map[string]time.Time{}
+		for i := range honest {
+			dev := fmt.Sprintf("honest-%d-%04d", r, i)
+			id := dev + "-q"
+			sentAt[id] = time.Now()
+			toks = append(toks, send(protocol.Topic(dev, protocol.TopicUtterances), utt(dev, id, 2)))
+		}
+		waitAll(toks)
+		var peakRSS float64
+		var peakGr int
+		var answers []time.Duration
+		deadline := time.Now().Add(3 * time.Minute)
+		for {
+			rss, n := scrape(t, metrics)
+			peakRSS, peakGr = max(peakRSS, rss), max(peakGr, n)
+			answers = answers[:0]
+			for id, at := range sentAt {
+				if reply, ok := coll.Reply(id); ok {
+					answers = append(answers, reply.At.Sub(at))
+				}
+			}
+			if len(answers) == len(sentAt) || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		// Quiet: the workers end (worker_idle 2s), the parts expire
+		// (part_ttl 5s); the hanging device's backlog is still there.
+		time.Sleep(12 * time.Second)
+		rss, n := scrape(t, metrics)
+		// Listed while the bridge runs (the dead letter files).
+		incomplete := 0
+		dls, err := bridge.ReadDeadLetterFiles(state, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, dl := range dls {
+			if strings.HasPrefix(dl.Reason, "batch_incomplete") && strings.HasPrefix(dl.ID, fmt.Sprintf("expired-partial-%d-", r)) {
+				incomplete++
+			}
+		}
+		forgedOK := 0
+		if _, ok := coll.Reply(forgedDev + "-q"); ok {
+			forgedOK = 1
+		}
+		rw := row{round: r, peakRSS: peakRSS, afterRSS: rss, peakGr: peakGr, afterGr: n, answered: len(answers), honest: honest,
+			answerP50: fleetsim.Percentile(answers, 50), answerMax: fleetsim.Percentile(answers, 100), incompleteParked: incomplete, forgedOK: forgedOK}
+		rows = append(rows, rw)
+		t.Logf("round %d (%v): honest answered %d/%d (p50 %v, max %v); incomplete batches expired %d/%d; forged device's next answered %d; RSS peak %.1f after %.1f MiB; goroutines peak %d after %d",
+			r, time.Since(start).Round(time.Second), rw.answered, honest, rw.answerP50.Round(time.Millisecond), rw.answerMax.Round(time.Millisecond),
+			incomplete, partial, forgedOK, peakRSS, rss, peakGr, n)
+		if rw.answered != honest {
+			t.Errorf("round %d: %d of %d honest devices answered", r, rw.answered, honest)
+		}
+		if incomplete != partial {
+			t.Errorf("round %d: %d of %d incomplete batches expired into dead letters", r, incomplete, partial)
+		}
+		if forgedOK != 1 {
+			t.Errorf("round %d: the forged device's real message was not answered", r)
+		}
+	}
+	// Flat: what stays after a round is the process's own goroutines, two
+	// per pooled connection to the graph (at most one per run in flight,
+	// agent.max_concurrent_runs 64; idle ones close after 90 s) and the
+	// hanging device's worker, never one per device id seen.
+	for _, rw := range rows {
+		if rw.afterGr > gr0+2*64+20 {
+			t.Errorf("round %d: %d goroutines after the round, %d at the start: not flat", rw.round, rw.afterGr, gr0)
+		}
+	}
+	last := rows[len(rows)-1]
+	if last.afterRSS > rows[0].afterRSS*1.5+20 {
+		t.Errorf("RSS after the rounds: %.1f MiB, after the first %.1f: not flat", last.afterRSS, rows[0].afterRSS)
+	}
+	if dls, err := bridge.ReadDeadLetterFiles(state, 0); err == nil {
+		t.Logf("%d dead letters", len(dls))
+	}
+	t.Logf("| round | honest answered | answer p50 / max | incomplete batches expired | forged device answered | RSS peak / after (MiB) | goroutines peak / after |")
+	t.Logf("|---|---|---|---|---|---|---|")
+	for _, rw := range rows {
+		t.Logf("| %d | %d/%d | %v / %v | %d/%d | %d | %.1f / %.1f | %d / %d |", rw.round, rw.answered, rw.honest,
+			rw.answerP50.Round(100*time.Millisecond), rw.answerMax.Round(100*time.Millisecond), rw.incompleteParked, partial,
+			rw.forgedOK, rw.peakRSS, rw.afterRSS, rw.peakGr, rw.afterGr)
+	}
+}
+
+func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %v waiting for %s", timeout, what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// Issue 49: the largest batch the protocol allows (1,024 parts of about
+// 250 KB) took the bridge to 4.2 GB joining it, then failed and was
+// retried. Its parts are counted as they come: past limits.max_batch_bytes
+// (16 MiB) the batch is parked whole at once and never joined, and the
+// bridge's RSS stays small. 80 parts in `make test`, all 1,024 in
+// `make test-fleet`.
+func TestHugeBatchParkedBounded(t *testing.T) {
+	parts := 80
+	if os.Getenv("AGORA_FLEET") != "" {
+		parts = protocol.MaxParts
+	}
+	broker := brokertest.Start(t)
+	g := startGraph(t)
+	metrics := freeAddr(t)
+	br := fleetsim.NewProc("bridge", "", nil, binPath, "run", "--broker", broker.URL(), "--agui-url", g.url,
+		"--state-dir", t.TempDir(), "--metrics", metrics, "--log-level", "error")
+	if err := br.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(br.Stop)
+	waitUntil(t, 15*time.Second, "the bridge's metrics", func() bool { _, n := scrape(t, metrics); return n > 0 })
+	time.Sleep(500 * time.Millisecond)
+	coll, err := fleetsim.Collect(broker.URL(), "huge-collector")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer coll.Close()
+	pub := paho.NewClient(paho.NewClientOptions().AddBroker(broker.URL()).SetClientID("huge-pub"))
+	if tok := pub.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
+		t.Fatal(tok.Error())
+	}
+	defer pub.Disconnect(100)
+	const dev, id = "huge", "huge-batch"
+	note := strings.Repeat("crack in the weld ", 250_000/18)
+	rss0, _ := scrape(t, metrics)
+	peak, heap := rss0, lastHeapMiB
+	start := time.Now()
+	for i := 1; i <= parts; i++ {
+		b, _ := json.Marshal(protocol.Batch{Envelope: protocol.Envelope{V: 1, Type: protocol.TypeBatch, ID: id, Seq: 1,
+			DeviceID: dev, StoreID: "s", CreatedAt: protocol.FormatTime(time.Now())}, Count: 1,
+			Items:   []protocol.Item{{ID: fmt.Sprintf("n%04d", i), Text: note, Lang: "en"}},
+			Context: protocol.BatchContext{IsOfflineBatch: true, MessageCount: parts}, Part: &protocol.BatchPart{Index: i, Of: parts}})
+		if tok := pub.Publish(protocol.Topic(dev, protocol.TopicBatches), 1, false, b); !tok.WaitTimeout(30*time.Second) || tok.Error() != nil {
+			t.Fatalf("publish part %d: %v", i, tok.Error())
+		}
+		if i%20 == 0 {
+			rss, _ := scrape(t, metrics)
+			peak = max(peak, rss)
+			heap = max(heap, lastHeapMiB)
+		}
+	}
+	waitUntil(t, 2*time.Minute, "the batch's ack", func() bool { _, ok := coll.AckAt(id); return ok })
+	rss, _ := scrape(t, metrics)
+	peak = max(peak, rss)
+	var reason string
+	for _, c := range coll.Commands() {
+		if c.Type == protocol.CmdParked && len(c.IDs) == 1 && c.IDs[0] == id {
+			reason = c.Reason
+		}
+	}
+	heap = max(heap, lastHeapMiB)
+	t.Logf("%d parts of %d bytes in %v: RSS %.1f MiB before, peak %.1f MiB (Go heap in use peak %.1f MiB); parked: %q", parts, len(note),
+		time.Since(start).Round(time.Second), rss0, peak, heap, reason)
+	if !strings.HasPrefix(reason, "batch_too_large") {
+		t.Errorf("the batch was not parked as batch_too_large: %q", reason)
+	}
+	if _, ok := coll.Reply(id); ok {
+		t.Errorf("the batch was run")
+	}
+	// Bounded, not small: the parts kept (max_batch_bytes) and their dead
+	// letter are in memory while it is committed, and the parts behind
+	// them wait in the device's backlog (max_backlog_bytes, in Badger's
+	// memory-mapped value log).
+	if peak > 512 || heap > 256 {
+		t.Errorf("bridge RSS peaked at %.1f MiB, Go heap at %.1f MiB", peak, heap)
+	}
+}
