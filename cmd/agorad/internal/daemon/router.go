@@ -233,39 +233,33 @@ func (r *Router) deliver(h Heard, text string, out *Outcome, keepJournal bool) (
 		}
 		rec.ID = id.String()
 	}
-	if r.mode == buffer.ModeListen {
+	// Listen mode stores the note; feedback mode queues it for the backend.
+	// Either way a store that refuses it hands it to keep (held otherwise).
+	count, what, write := &out.Stored, "store note in listen buffer", func() (string, error) {
 		stored, err := r.store.AppendListen(rec)
-		if err != nil && r.keep != nil {
-			if id, how, ok := r.keep(rec, r.mode, err); ok {
-				out.Stored++
-				out.Kept++
-				out.ID, out.KeptAs = id, how
-				return false, nil // its journaled audio (if any) stays: the store cannot release it
-			}
-		}
-		if err != nil {
-			r.play("error")
-			return false, fmt.Errorf("store note in listen buffer: %w", err)
-		}
-		out.Stored++
-		out.ID = stored.ID
-		return released, nil
+		return stored.ID, err
 	}
-	e, err := r.store.EnqueueUtterance(rec)
+	if r.mode != buffer.ModeListen {
+		count, what, write = &out.Sent, "queue utterance for the backend", func() (string, error) {
+			e, err := r.store.EnqueueUtterance(rec)
+			return e.ID, err
+		}
+	}
+	id, err := write()
 	if err != nil && r.keep != nil {
-		if id, how, ok := r.keep(rec, r.mode, err); ok {
-			out.Sent++
+		if kept, how, ok := r.keep(rec, r.mode, err); ok {
+			*count++
 			out.Kept++
-			out.ID, out.KeptAs = id, how
+			out.ID, out.KeptAs = kept, how
 			return false, nil // its journaled audio (if any) stays: the store cannot release it
 		}
 	}
 	if err != nil {
 		r.play("error")
-		return false, fmt.Errorf("queue utterance for the backend: %w", err)
+		return false, fmt.Errorf("%s: %w", what, err)
 	}
-	out.Sent++
-	out.ID = e.ID
+	*count++
+	out.ID = id
 	return released, nil
 }
 
