@@ -136,6 +136,7 @@ func runDoctor(ctx context.Context, cfgPath string, env doctorEnv) []check {
 	}
 	add(checkSpotter(cfg))
 	add(checkBroker(ctx, cfg, env.brokerWait))
+	add(checkIsolation(cfg, env.brokerWait))
 	add(checkLink(ctx, cfg))
 	add(checkLevels(ctx, cfg))
 	add(checkDisk(cfg))
