@@ -84,7 +84,9 @@ func checkIsolation(cfg *configs.Config, wait time.Duration) check {
 	for _, t := range []string{notes, cmds} {
 		cli.Publish(t, 0, false, probe).WaitTimeout(wait)
 	}
-	deadline := time.Now().Add(wait)
+	// A loopback or LAN broker echoes within milliseconds; 1 s keeps the
+	// doctor quick on a secured broker, where no echo comes.
+	deadline := time.Now().Add(min(wait, time.Second))
 	for time.Now().Before(deadline) {
 		mu.Lock()
 		done := got[notes] && got[cmds]
@@ -105,6 +107,13 @@ func checkIsolation(cfg *configs.Config, wait time.Duration) check {
 	mu.Unlock()
 	if len(open) > 0 {
 		return check{name, "fail", "the broker " + strings.Join(open, "; "), fix}
+	}
+	if cfg.MQTT.Username != cfg.DeviceID {
+		// The shipped ACL's %u: user X may publish only agora/v1/X/...; a
+		// refused publish is acknowledged all the same, so the device
+		// would lose everything without an error.
+		return check{name, "warn", fmt.Sprintf("mqtt.username %q is not the device_id %q: under the shipped ACL this device may publish only agora/v1/%s/…",
+			cfg.MQTT.Username, cfg.DeviceID, cfg.MQTT.Username), "set mqtt.username to the device_id (and its password), or the broker's ACL to this user"}
 	}
 	return check{name, "ok", fmt.Sprintf("as %s: publishing as another device and publishing commands are refused", cfg.MQTT.Username), ""}
 }

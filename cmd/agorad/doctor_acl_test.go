@@ -160,7 +160,7 @@ func TestDoctorIsolation(t *testing.T) {
 		t.Skip("real mosquitto")
 	}
 	open := brokertest.Start(t)
-	secured, pw := securedBroker(t, "dev-iso")
+	secured, pw := securedBroker(t, "dev-iso", "dev-iso-2")
 	for _, tc := range []struct {
 		name   string
 		url    string
@@ -170,6 +170,7 @@ func TestDoctorIsolation(t *testing.T) {
 	}{
 		{"open broker", open.URL(), "", "fail", "accepts this device without credentials"},
 		{"shipped ACL", secured.URL(), "dev-iso", "ok", "are refused"},
+		{"user is not the device id", secured.URL(), "dev-iso-2", "warn", "is not the device_id"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := configtest.Daemon(t, "dev-iso", tc.url)
