@@ -89,11 +89,16 @@ func ParseReplyPart(id string) (ReplyPart, bool) {
 // SplitReplyForSpeech is SplitReply with parts of at most ReplyPartBytes of
 // text and of spoken form (about ReplyPartSeconds of speech each), cut at
 // sentence ends where possible; an answer that would take more than
-// MaxSpeechParts such parts gets parts twice, four times... as long. A reply whose text and spoken form each fit
-// in one part is returned unchanged, alone.
+// MaxSpeechParts such parts gets parts twice, four times... as long. A reply
+// whose spoken form (spoken, else text) fits in one part, and whose command
+// fits, is returned unchanged, alone, however long its written text.
 func SplitReplyForSpeech(r ReplyCommand) []ReplyCommand {
-	if replyFits(r) && len(r.Text) <= ReplyPartBytes && len(r.Spoken) <= ReplyPartBytes {
-		return []ReplyCommand{r}
+	said := r.Text
+	if r.Spoken != "" {
+		said = r.Spoken
+	}
+	if replyFits(r) && len(said) <= ReplyPartBytes {
+		return []ReplyCommand{r} // said in one part; the written form may be longer
 	}
 	for chunk := ReplyPartBytes; chunk < MaxReplyTextBytes; chunk *= 2 {
 		parts := splitReply(r, chunk)

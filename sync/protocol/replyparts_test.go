@@ -77,3 +77,13 @@ func TestSplitReplyForSpeech(t *testing.T) {
 		})
 	}
 }
+
+// A short spoken form with a long written text is one reply: it is said
+// in one part (the refgraph's answers: spoken at most 160 characters).
+func TestSplitReplyForSpeechShortSpoken(t *testing.T) {
+	r := ReplyCommand{ID: "reply-y", Type: CmdReply, Text: strings.Repeat("Note: moisture in the basement. ", 60),
+		Spoken: "Write the moisture in the basement.", Lang: "en"}
+	if parts := SplitReplyForSpeech(r); len(parts) != 1 || parts[0] != r {
+		t.Fatalf("%d parts, want the reply unchanged", len(parts))
+	}
+}
