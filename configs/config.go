@@ -228,6 +228,7 @@ type Replies struct {
 	Language   string   `yaml:"language"`
 	MaxAge     Duration `yaml:"max_age"`
 	MaxChars   int      `yaml:"max_chars"`
+	PartWait   Duration `yaml:"part_wait"`
 	HalfDuplex bool     `yaml:"half_duplex"`
 	Tail       Duration `yaml:"tail"`
 	// ThinkingAfter: the "thinking" earcon plays once when a question was

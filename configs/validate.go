@@ -224,6 +224,7 @@ func (c *Config) Validate() error {
 		between("replies.volume", r.Volume, 0, 1)
 		oneOf("replies.language", r.Language, "nl", "en")
 		durBetween("replies.max_age", r.MaxAge, time.Second, 7*24*time.Hour)
+		durBetween("replies.part_wait", r.PartWait, time.Second, 10*time.Minute)
 		if r.MaxChars < 20 || r.MaxChars > 8192 {
 			bad("replies.max_chars", "%d not in 20..8192", r.MaxChars)
 		}

@@ -135,7 +135,13 @@ func runDoctor(ctx context.Context, cfgPath string, env doctorEnv) []check {
 		add(checkModel(kind, name, cfg.ModelsDir()))
 	}
 	add(checkSpotter(cfg))
-	add(checkBroker(ctx, cfg, env.brokerWait))
+	broker := checkBroker(ctx, cfg, env.brokerWait)
+	add(broker)
+	if broker.Status == "ok" {
+		add(checkIsolation(cfg, env.brokerWait))
+	} else {
+		add(check{"broker isolation", "skip", "the broker check failed", ""})
+	}
 	add(checkLink(ctx, cfg))
 	add(checkLevels(ctx, cfg))
 	add(checkDisk(cfg))

@@ -8,8 +8,6 @@ import (
 
 	"github.com/agora/agorad/buffer"
 	"github.com/agora/agorad/buffer/fsfault"
-	"github.com/agora/agorad/configs/configtest"
-	"github.com/agora/agorad/sync/brokertest"
 )
 
 // agorad doctor names a failed state directory and the fix, on a real
@@ -30,8 +28,7 @@ func TestDoctorStorage(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			fs := fsfault.MountExt4(t, 128)
-			broker := brokertest.Start(t)
-			cfg := configtest.Daemon(t, "dev-doctor-storage", broker.URL())
+			cfg := securedDaemon(t, "dev-doctor-storage")
 			cfg.Replies.Enabled = false
 			cfg.StateDir = filepath.Join(fs.Dir, "state")
 			s, err := buffer.Open(filepath.Join(cfg.StateDir, "store"), buffer.Options{})

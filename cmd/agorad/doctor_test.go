@@ -39,7 +39,7 @@ import (
 // against broken ones: each breaks exactly the check it names, and the exit
 // code says something is wrong.
 func TestDoctor(t *testing.T) {
-	broker := brokertest.Start(t)
+	broker, pw := securedBroker(t, "dev-doctor") // the shipped ACL: the isolation check passes
 	down := brokertest.Start(t)
 	down.Stop()
 	tests := []struct {
@@ -104,6 +104,7 @@ func TestDoctor(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := configtest.Daemon(t, "dev-doctor", broker.URL())
+			cfg.MQTT.Username, cfg.MQTT.Password = "dev-doctor", pw["dev-doctor"]
 			cfg.Input.Source = "none"
 			cfg.Replies.Enabled = false // no speaker unless a case asks
 			if tc.mutate != nil {
@@ -238,7 +239,7 @@ func TestDoctorTLSWrongCA(t *testing.T) {
 		ca     string
 		failed string
 	}{
-		{filepath.Join(dir, "right-ca.pem"), ""},
+		{filepath.Join(dir, "right-ca.pem"), "broker isolation"}, // no ACL on this broker
 		{filepath.Join(dir, "other-ca.pem"), "broker"},
 	} {
 		t.Run(filepath.Base(tc.ca), func(t *testing.T) {
@@ -248,7 +249,7 @@ func TestDoctorTLSWrongCA(t *testing.T) {
 			env := realDoctorEnv()
 			env.brokerWait = 2 * time.Second
 			got := runDoctorCase(t, cfg, env, tc.failed)["broker"]
-			if tc.failed != "" && !strings.Contains(got.Detail, "certificate") {
+			if tc.failed == "broker" && !strings.Contains(got.Detail, "certificate") {
 				t.Errorf("broker check does not name the certificate problem: %+v", got)
 			}
 		})
@@ -333,8 +334,7 @@ func TestDoctorFullDisk(t *testing.T) {
 		}
 	}
 	f.Close()
-	broker := brokertest.Start(t)
-	cfg := configtest.Daemon(t, "dev-doctor-full", broker.URL())
+	cfg := securedDaemon(t, "dev-doctor-full")
 	cfg.Replies.Enabled = false
 	cfg.StateDir = filepath.Join(mnt, "state")
 	got := runDoctorCase(t, cfg, realDoctorEnv(), "disk")["disk"]
@@ -346,8 +346,7 @@ func TestDoctorFullDisk(t *testing.T) {
 // The store check is the store's integrity check: a damaged table fails
 // it with the salvage command as the fix.
 func TestDoctorStoreDamaged(t *testing.T) {
-	broker := brokertest.Start(t)
-	cfg := configtest.Daemon(t, "dev-doctor-store", broker.URL())
+	cfg := securedDaemon(t, "dev-doctor-store")
 	cfg.Replies.Enabled = false
 	dir := filepath.Join(cfg.StateDir, "store")
 	s, err := buffer.Open(dir, buffer.Options{})
@@ -395,8 +394,7 @@ func TestDoctorAudioDevices(t *testing.T) {
 		tone[i] = 0.3 * float32(math.Sin(2*math.Pi*440*float64(i)/audio.SampleRate))
 	}
 	testaudio.NewVirtualMic(t, tone, testaudio.DiscardPlayback())
-	broker := brokertest.Start(t)
-	cfg := configtest.Daemon(t, "dev-doctor-audio", broker.URL())
+	cfg := securedDaemon(t, "dev-doctor-audio")
 	cfg.Input.Source = "default"
 	cfg.Sounds.Enabled = true
 	cfg.Sounds.Device = "default"

@@ -543,9 +543,10 @@ func (b *Bridge) finish(ctx context.Context, device string, env protocol.Envelop
 	t0 := time.Now()
 	var payloads [][]byte
 	if rec.Reply != nil {
-		// An answer longer than one command goes as numbered reply
-		// commands, in order, each acked by the device with its outcome.
-		for _, part := range protocol.SplitReply(*rec.Reply) {
+		// An answer longer than about 25 s of speech goes as numbered reply
+		// commands, in order, each acked by the device with its outcome
+		// (sized for speech: protocol.SplitReplyForSpeech).
+		for _, part := range protocol.SplitReplyForSpeech(*rec.Reply) {
 			payload, err := json.Marshal(part)
 			if err != nil {
 				return fmt.Errorf("encode reply to %s: %w", env.ID, err)

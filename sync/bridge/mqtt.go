@@ -173,6 +173,8 @@ func (m *MQTT) Run(ctx context.Context, handle func(ctx context.Context, topic s
 		if err := tok.Error(); err != nil {
 			return fmt.Errorf("mqtt connect: %w", err)
 		}
+		m.wg.Add(1)
+		go func() { defer m.wg.Done(); warnIfOpen(m.o, m.log) }() // brokeropen.go
 	case <-ctx.Done():
 	}
 	<-ctx.Done()

@@ -38,7 +38,7 @@ func newReplies(d *core) (*replies.Player, tts.Engine, error) {
 		Mode:    func() string { return string(d.router.Mode()) },
 		Online:  d.up.Online,
 		LangOf:  d.langs.get, DefaultLang: rc.Language,
-		MaxAge: rc.MaxAge.D(), MaxChars: rc.MaxChars, HalfDuplex: rc.HalfDuplex, Tail: rc.Tail.D(),
+		MaxAge: rc.MaxAge.D(), MaxChars: rc.MaxChars, PartWait: rc.PartWait.D(), HalfDuplex: rc.HalfDuplex, Tail: rc.Tail.D(),
 		Metrics:    d.met.NewReplies(),
 		Turns:      d.turns,
 		Logger:     d.log,

@@ -5,7 +5,13 @@
 //
 // Invariants:
 //   - One voice at a time, in arrival order: a single goroutine (Run) speaks;
-//     earcons queue behind speech on the same player.
+//     earcons queue behind speech on the same player. A reply's parts
+//     ("<id>.p<i>of<n>") are spoken together, in index order, each only
+//     after the one before it ended or was declared missing (parts.go);
+//     a part's max_age counts from the end of the part before it.
+//   - A missing part is waited for at most PartWait, then said aloud and
+//     acked "missing" under its own id (stored, so a late copy is a
+//     redelivery, never spoken).
 //   - A reply is stored (buffer.Store.AddReply) before Receive returns, and
 //     de-duplicated by id there: a redelivery is never queued twice.
 //   - A reply is marked "speaking" in the store before its first sample is

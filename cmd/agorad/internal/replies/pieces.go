@@ -34,8 +34,10 @@ func pieces(text string, maxChars int) []string {
 // (the next piece only once the previous one is read to the end), so an
 // answer of any length is spoken whole, in order, while the engine never
 // gets more than maxChars at once and the first audio comes as soon as the
-// first piece's. A long answer arrives in reply parts of up to 8 KiB each
-// (protocol.SplitReply); replies.max_chars is the piece size, not a cut.
+// first piece's. A long answer arrives in reply parts of about 25 s of
+// speech each (protocol.SplitReplyForSpeech; parts.go orders them), but a
+// reply's text may be up to 8 KiB: replies.max_chars is the piece size,
+// not a cut.
 func synthesize(ctx context.Context, e tts.Engine, text, lang string, maxChars int) (tts.Stream, int, error) {
 	ps := pieces(text, maxChars)
 	switch len(ps) {

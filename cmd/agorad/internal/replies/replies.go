@@ -68,11 +68,15 @@ type Options struct {
 	DefaultLang string
 	MaxAge      time.Duration // expiry of a reply without expires_at
 	MaxChars    int           // synthesis piece size; longer text is spoken whole, in pieces (pieces.go)
-	HalfDuplex  bool
-	Tail        time.Duration // muted after speech ends (half duplex)
-	Metrics     Metrics
-	Turns       Turns // nil: turns are not timed
-	Logger      *slog.Logger
+	// PartWait is how long a reply part waits for a missing part before
+	// it, after the part before that ended (or its own arrival); then the
+	// device says the part is missing and goes on (parts.go). 0: 30 s.
+	PartWait   time.Duration
+	HalfDuplex bool
+	Tail       time.Duration // muted after speech ends (half duplex)
+	Metrics    Metrics
+	Turns      Turns // nil: turns are not timed
+	Logger     *slog.Logger
 	// AfterStore, when set, runs after a new reply was stored and before
 	// Receive returns (tests kill the process there).
 	AfterStore func(id string)
@@ -121,6 +125,9 @@ func New(o Options) (*Player, error) {
 	}
 	if o.MaxAge <= 0 {
 		return nil, fmt.Errorf("replies: max_age %v must be positive", o.MaxAge)
+	}
+	if o.PartWait <= 0 {
+		o.PartWait = 30 * time.Second
 	}
 	if o.Online == nil {
 		o.Online = func() bool { return true }
@@ -327,31 +334,60 @@ func (p *Player) step(ctx context.Context) time.Duration {
 	p.mu.Unlock()
 	wait := time.Hour
 	var turn *buffer.Reply
+	var gap *partInfo // the turn's parts before it never came
+	blocked := false  // the turn waits for a part before it (parts.go)
 	waiting := 0
+	open = orderParts(open)
+	byID := make(map[string]buffer.Reply, len(open))
+	for _, r := range open {
+		byID[r.ID] = r
+	}
 	for i := range open {
 		r := open[i]
-		if !now.Before(r.ExpiresAt) {
+		pi := p.partInfo(r, byID)
+		if pi.late {
+			p.finishIf(r, protocol.OutcomeExpired, "arrived after the part following it was spoken")
+			continue
+		}
+		deadline := p.deadline(r, pi)
+		if !deadline.IsZero() && !now.Before(deadline) {
 			p.finishIf(r, protocol.OutcomeExpired, "")
 			continue
 		}
-		wait = min(wait, r.ExpiresAt.Sub(now)+time.Millisecond)
+		if !deadline.IsZero() {
+			wait = min(wait, deadline.Sub(now)+time.Millisecond)
+		}
 		waiting++
 		speakable := mode == string(buffer.ModeFeedback) || r.Urgent || requested[r.ID]
 		if !speakable {
 			if r.State == buffer.ReplyQueued {
 				p.finishIf(r, protocol.OutcomeHeld, "")
-				if p.o.Earcon != nil {
+				if p.o.Earcon != nil && (!pi.isPart || pi.part.Index == 1) {
 					p.o.Earcon("reply_waiting")
 				}
 			}
 			continue
 		}
-		if turn == nil {
+		if turn != nil || blocked {
+			continue
+		}
+		switch {
+		case pi.predOpen():
+			// The part before is held or not yet spoken: it goes first.
+			blocked = true
+		case len(pi.missing) > 0:
+			if due := pi.since(r).Add(p.o.PartWait); now.Before(due) {
+				blocked = true // one answer at a time: later replies wait too (part_wait bounds it)
+				wait = min(wait, due.Sub(now)+time.Millisecond)
+			} else {
+				turn, gap = &open[i], &pi
+			}
+		default:
 			turn = &open[i]
 		}
 	}
 	// Replays of finished replies asked for by id come after the open ones.
-	if turn == nil {
+	if turn == nil && !blocked {
 		for id := range requested {
 			if r, err := p.o.Store.GetReply(id); err == nil && !r.State.Open() && now.Before(r.ExpiresAt) {
 				turn = &r
@@ -369,6 +405,10 @@ func (p *Player) step(ctx context.Context) time.Duration {
 	p.setWaiting(waiting)
 	if turn == nil || ptt {
 		return wait
+	}
+	if gap != nil {
+		p.declareMissing(ctx, *turn, *gap)
+		return 0 // look again: the turn may go on now
 	}
 	if !p.speak(ctx, *turn) {
 		return time.Second // the store failed: try again later, not in a loop
@@ -411,7 +451,8 @@ func (p *Player) finishIf(r buffer.Reply, outcome, reason string) bool {
 
 // finishLocked is finish with p.fin held.
 func (p *Player) finishLocked(r buffer.Reply, outcome, reason string) {
-	ack := protocol.AckBody{CommandID: r.ID, CommandType: protocol.CmdReply, OK: outcome != protocol.OutcomeFailed && outcome != protocol.OutcomeDropped,
+	ack := protocol.AckBody{CommandID: r.ID, CommandType: protocol.CmdReply,
+		OK:    outcome != protocol.OutcomeFailed && outcome != protocol.OutcomeDropped && outcome != protocol.OutcomeMissing,
 		Error: reason, Outcome: outcome}
 	if outcome == protocol.OutcomeInterrupted {
 		ack.Error = ""

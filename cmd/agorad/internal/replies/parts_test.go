@@ -1,0 +1,100 @@
+package replies
+
+import (
+	"context"
+	"log/slog"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/agora/agorad/buffer"
+	"github.com/agora/agorad/sync/protocol"
+)
+
+// partsPlayer is a player on a real store with test doubles for the engine
+// and speaker (the real ones: parts_e2e_test.go).
+func partsPlayer(t *testing.T, chunks int, maxAge, partWait time.Duration) (*Player, *fakeSpeaker, *buffer.Store) {
+	st, err := buffer.Open(t.TempDir(), buffer.Options{Sync: buffer.SyncNone, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	spk := &fakeSpeaker{}
+	p, err := New(Options{Store: st, Engine: fakeEngine{chunks: chunks}, Speaker: func() (Speaker, error) { return spk, nil },
+		Mode: func() string { return "feedback" }, DefaultLang: "en", MaxAge: maxAge, PartWait: partWait, MaxChars: 200,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = p.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done; st.Close() })
+	return p, spk, st
+}
+
+func receive(t *testing.T, p *Player, id, text string) {
+	t.Helper()
+	if err := p.Receive(context.Background(), protocol.Reply{ID: id, Text: text, Lang: "en"}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func waitPlayed(t *testing.T, spk *fakeSpeaker, n int) []string {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for len(spk.get()) < n && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+	}
+	time.Sleep(100 * time.Millisecond) // nothing more comes
+	return spk.get()
+}
+
+func TestReplyParts(t *testing.T) {
+	notice := "en:Part 2 of 3 of this answer did not arrive."
+	for _, tc := range []struct {
+		name     string
+		chunks   int // 5 ms each
+		maxAge   time.Duration
+		partWait time.Duration
+		run      func(t *testing.T, p *Player)
+		want     []string
+		states   map[string]string
+	}{
+		{"max_age counts from the part before", 100, 300 * time.Millisecond, time.Second, func(t *testing.T, p *Player) {
+			// Each part takes 500 ms, longer than max_age: from arrival, part 2 expired.
+			receive(t, p, "r.p1of2", "one")
+			receive(t, p, "r.p2of2", "two")
+		}, []string{"en:one", "en:two"}, map[string]string{"r.p2of2": "spoken"}},
+		{"in index order", 2, time.Minute, time.Second, func(t *testing.T, p *Player) {
+			receive(t, p, "r.p3of3", "three")
+			receive(t, p, "r.p2of3", "two")
+			receive(t, p, "r.p1of3", "one")
+		}, []string{"en:one", "en:two", "en:three"}, nil},
+		{"missing part said, late copy not spoken", 2, time.Minute, 200 * time.Millisecond, func(t *testing.T, p *Player) {
+			receive(t, p, "r.p3of3", "three")
+			receive(t, p, "r.p1of3", "one")
+			time.Sleep(600 * time.Millisecond)
+			receive(t, p, "r.p2of3", "two, too late")
+		}, []string{"en:one", notice, "en:three"}, map[string]string{"r.p2of3": "missing", "r.p3of3": "spoken"}},
+		{"later replies wait for the answer", 2, time.Minute, 200 * time.Millisecond, func(t *testing.T, p *Player) {
+			receive(t, p, "r.p1of3", "one")
+			receive(t, p, "r.p3of3", "three")
+			receive(t, p, "other", "another answer")
+		}, []string{"en:one", notice, "en:three", "en:another answer"}, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, spk, st := partsPlayer(t, tc.chunks, tc.maxAge, tc.partWait)
+			tc.run(t, p)
+			got := waitPlayed(t, spk, len(tc.want))
+			if strings.Join(got, "|") != strings.Join(tc.want, "|") {
+				t.Errorf("played %q, want %q", got, tc.want)
+			}
+			for id, want := range tc.states {
+				r, err := st.GetReply(id)
+				if err != nil || string(r.State) != want {
+					t.Errorf("%s: %s %v, want %s", id, r.State, err, want)
+				}
+			}
+		})
+	}
+}
