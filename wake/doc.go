@@ -42,9 +42,14 @@
 //   - Listen words must follow the wake word directly and match as written
 //     (longest entry first: "luister maar" before "luister"). A listen word
 //     elsewhere ("Agora, can you listen to this?") is part of the request.
-//     Only the one or two words that end the utterance may be a one-word
-//     listen word misspelt: one letter ("lisen") or one sound ("lesson",
-//     "Lee Sin", "Lister"; phoneKey) from it.
+//     Only the one word that ends the utterance may be a one-word listen
+//     word misspelt by one letter ("lisen", "lissen", "Lister"), with the
+//     same first letter and not a real word one letter away ("listed",
+//     "lijsten", "lusten"). One or two last words that only sound like one
+//     ("lesson", "Lee Sin"; phoneKey) are a question: "Agora, later?" and
+//     "Agora, list them." sound as close. They switch back only when the
+//     audio from them, heard again (TailFrom), has the listen word as
+//     written or misspelt so.
 //   - A greeting right before the wake word, in the same sentence (Dutch
 //     and English: "Hello", "Hallo", "Hi", "Hoi", "Hai", "Hey", "Hé",
 //     "Hee", "Okay", "Ok", "Oké", "Goedemorgen", "Goedemiddag",

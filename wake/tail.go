@@ -42,15 +42,46 @@ func (r *Rules) TailFrom(text string, words []Word, s Spot) (from time.Duration,
 		return max(s.End-spotLag, 0), true
 	}
 	placed := s.Heard || (r.fuse > 0 && s.Score >= r.fuse) // else s.End is no name's place
-	if !placed || len(words) == 0 || r.MatchSpot(text, words, s).Action != Feedback {
+	if len(words) == 0 || r.MatchSpot(text, words, s).Action != Feedback {
 		return 0, false
 	}
-	from = max(s.End-spotLag, 0)
 	last := words[len(words)-1].End
-	if last < 0 || last-from > MaxTail {
+	if last < 0 {
 		return 0, false
 	}
-	return from, true
+	if placed {
+		if from = max(s.End-spotLag, 0); last-from <= MaxTail {
+			return from, true
+		}
+	}
+	return r.soundedFrom(text, words)
+}
+
+// soundedFrom is where the words that end an utterance start when they
+// only sound like a listen word after a written name ("Agora, lesson.",
+// "Adora, Lee Sin"): Match takes them for a question, and only a second
+// hearing of them that writes the listen word switches back (issue 45:
+// "Agora, later?" sounds as close). The cut is spotSlack before the
+// first of them, for word times that run late; a last letter of the name
+// heard again is skipped (heardTail).
+func (r *Rules) soundedFrom(text string, words []Word) (time.Duration, bool) {
+	m := r.Match(text)
+	rest := tokens(m.Remainder)
+	if m.Action != Feedback || !r.soundsListen(rest) {
+		return 0, false
+	}
+	n := 0 // tokens of words counted back from the end
+	for i := len(words) - 1; i >= 0; i-- {
+		n += len(tokens(words[i].Text))
+		if n < len(rest) {
+			continue
+		}
+		if words[i].Start < 0 || words[len(words)-1].End-words[i].Start > MaxTail {
+			return 0, false
+		}
+		return max(words[i].Start-spotSlack, 0), true
+	}
+	return 0, false
 }
 
 // AgainFrom reports whether the question after a sure spot should be

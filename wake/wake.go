@@ -323,8 +323,12 @@ func phrases(list []string) [][]string {
 //
 // and none of those words is part of a rejected word or phrase ("angora",
 // "agora fobie"). Listen words must follow as written, except that a lone
-// last word within one edit of a one-word listen word ("Agora, lisen.")
-// switches back too: tiny.en writes "listen" so after "Agora" (issue 15).
+// last word misspelt by one letter from a one-word listen word ("Agora,
+// lisen.", "lissen", "luistr") switches back too: tiny.en writes "listen"
+// so after "Agora" (issue 15). A real word one letter away ("listed",
+// "lijsten", "lusten") is not the listen word misspelt, and words that only
+// sound like it ("lesson", "Lee Sin", "later") are a question here: the
+// audio must confirm them (TailFrom, heardTail; issue 45).
 func (r *Rules) Match(text string) Match {
 	toks := tokens(text)
 	blocked := r.blocked(toks)
@@ -345,7 +349,7 @@ func (r *Rules) Match(text string) Match {
 		if k := matchAt(toks, i+n, r.listen); k > 0 {
 			m.Action = Listen
 			end = toks[i+n+k-1].end
-		} else if rest := toks[i+n:]; len(rest) >= 1 && len(rest) <= 2 && r.listenLike(rest) {
+		} else if rest := toks[i+n:]; len(rest) == 1 && r.listenSpelt(rest[0]) {
 			m.Action = Listen // "ahh gora lisen": the switch back, misspelt
 			end = toks[len(toks)-1].end
 		}
@@ -356,14 +360,53 @@ func (r *Rules) Match(text string) Match {
 	return Match{Action: None}
 }
 
-// listenLike reports whether ts, the last one or two words after the wake
-// word, are a one-word listen word misspelt: one word within one edit of
-// its letters ("lisen", "lissen"), or one or two words within one edit of
-// its sound (phoneKey: "lesson", "Leason", "Lee Sin", "Lister" for
-// "listen" and "luister"; tiny.en and base write it so after a name they
-// do not know, issue 21). Only for the words that end the utterance: a
-// question that starts with "listed" or "lister" goes on as a question.
-func (r *Rules) listenLike(ts []token) bool {
+// listenSpelt reports whether t, the lone word that ends the utterance
+// after the wake word, is a one-word listen word misspelt by letters: one
+// edit from it (doubled letters and an inner 'h' aside: soundKey), the
+// same first letter, and not a real word (notListen). Letters, not sound:
+// "later", "lastig", "rusted" are a sound or two from "listen" or
+// "luister" and are short questions.
+func (r *Rules) listenSpelt(t token) bool {
+	k := soundKey([]token{t})
+	if notListen[k] {
+		return false
+	}
+	for _, want := range r.fuzzyListen {
+		if k != "" && k[0] == want[0] && editDistance(k, want) <= maxEdits {
+			return true
+		}
+	}
+	return false
+}
+
+// notListen are the sound keys of the words of the English (wamerican,
+// wbritish) and Dutch (wdutch) dictionaries one letter from the default
+// listen words with the same first letter, except forms of the verb itself
+// ("listens", "luistert") and words no one asks the device as a question
+// that whisper writes for the listen word ("Lister", "lissen"): "Agora,
+// listed?" and "Agora, lijsten?" are questions.
+var notListen = func() map[string]bool {
+	m := map[string]bool{}
+	for _, k := range []string{"lasten", "leisten", "lesten", "licten", "lieten", "liften", "ligten", "ligtening",
+		"lijsten", "lijten", "liksten", "likten", "linten", "lipten", "lispen", "listed", "liston", "losten",
+		"luiste", "lusten", "luster"} {
+		m[k] = true
+	}
+	return m
+}()
+
+// soundsListen reports whether ts, the last one or two words after the
+// wake word, sound like a one-word listen word: within one edit of its
+// letters or of its sound (phoneKey: "lesson", "Leason", "Lee Sin",
+// "Loster" for "listen" and "luister"; tiny.en and base write it so after a
+// name they do not know, issue 21). Such words are no switch back on their
+// own ("later", "list them" sound as close): they ask for a second hearing
+// of the audio (TailFrom), whose text must have the listen word as
+// written.
+func (r *Rules) soundsListen(ts []token) bool {
+	if len(ts) == 0 || len(ts) > 2 {
+		return false
+	}
 	var spoken []string
 	for _, t := range ts {
 		spoken = append(spoken, t.norm)

@@ -36,9 +36,9 @@ func TestMatch(t *testing.T) {
 		{"Agora, lister", Listen, "", ""},                         // one edit, alone: the switch back
 		{"Agora, listed cracks?", Feedback, "", "listed cracks?"}, // not alone: a question
 		{"Agora, luistr.", Listen, "", ""},                        // Dutch, one edit
-		{"Agora, loster.", Listen, "", ""},                        // two letters from luister, its sound
-		{"Agora, lesson.", Listen, "", ""},                        // tiny.en, "Agora, listen."
-		{"Adora, Lee Sin", Listen, "", ""},                        // two words, one sound
+		{"Agora, loster.", Feedback, "", "loster."},               // two letters from luister: heard again (TailFrom)
+		{"Agora, lesson.", Feedback, "", "lesson."},               // tiny.en, "Agora, listen.": heard again
+		{"Adora, Lee Sin", Feedback, "", "Lee Sin"},               // two words, one sound: heard again
 		{"Agora, loafer.", Feedback, "", "loafer."},               // two sounds from listen and luister
 		{"Agora, lesson plan?", Feedback, "", "lesson plan?"},     // not the words that end it
 		{"They said hey to Agora", Feedback, "They said hey to", ""},

@@ -180,3 +180,77 @@ def test_kokoro_say_refuses(args: list[str], stdin: str, want: str) -> None:
     res = subprocess.run([sys.executable, str(say), *args], input=stdin, capture_output=True, text=True)
     assert res.returncode != 0
     assert want in res.stderr
+
+
+TRAIN = Path(__file__).resolve().parents[2] / "wake" / "kws" / "train" / "train.py"
+
+
+def _train_lists() -> dict[str, list[str]]:
+    """NEAR_EN, NEAR_NL, LEAD_EN and LEAD_NL of the spotter's training, read from its source."""
+    import ast
+
+    tree = ast.parse(TRAIN.read_text(encoding="utf-8"))
+    out: dict[str, list[str]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            name = node.targets[0].id
+            if name in {"NEAR_EN", "NEAR_NL", "LEAD_EN", "LEAD_NL"}:
+                out[name] = [str(v) for v in ast.literal_eval(node.value)]
+    return out
+
+
+def _words(s: str) -> list[str]:
+    return [w.lower() for w in corpus.re.findall(r"[\w']+", s)]
+
+
+def test_test_split_apart() -> None:
+    """The frozen test split shares no sentence, lead-in before the name or near-miss word with training or tuning."""
+    lists = _train_lists()
+    reject = {
+        "angora",
+        "agra",
+        "ahora",
+        "agoras",
+        "agorae",
+        "agorafobie",
+        "agorafobisch",
+        "agoraphobia",
+        "agoraphobic",
+        "pythagoras",
+        "ago ra",
+    }
+    for lang in ("en", "nl"):
+        lead = [_words(x) for x in lists[f"LEAD_{lang.upper()}"]]
+        for pos in ("start", "mid", "listen"):
+            test = corpus.read_lines(f"{lang}_{pos}.txt", "test")
+            assert len(test) >= 4, (lang, pos)
+            assert not set(test) & set(corpus.read_lines(f"{lang}_{pos}.txt")), (lang, pos)
+            for s in test:
+                corpus.remainder(s, pos)
+                if pos != "listen":
+                    corpus.check_position(s, pos)
+                ws = _words(s)
+                before = ws[: ws.index("agora")]
+                for ld in lead:
+                    assert before[-len(ld) :] != ld or not before, (s, ld)
+        near = set(corpus.read_lines(f"nearmiss_{lang}.txt", "test"))
+        assert len(near) >= 10 and not near & set(corpus.read_lines(f"nearmiss_{lang}.txt"))
+        banned = {w for x in lists[f"NEAR_{lang.upper()}"] if len(_words(x)) == 1 for w in _words(x)} | reject
+        for s in near:
+            assert not corpus.NAME_RE.search(s), s
+            assert not set(_words(s)) & banned, s
+
+
+def test_test_split_voices(tmp_path: Path) -> None:
+    """The test split speaks with voices the spotter never trained on (festival's ked and slt), from its own seed."""
+    b = corpus.Builder(tmp_path, corpus.TEST_SEED, False, SHARED, split="test")
+    try:
+        decks = b.decks("deck", "en")
+        assert [(d.engine, sorted(d.voices)) for d, _ in decks] == [("festival", ["ked", "slt"])]
+        assert b.decks("deck", "nl") == []
+        cmd, _ = corpus.engine_cmd("Agora.", corpus.Speaker("ked", "", 160, 50, "festival"), "/tmp/x.wav")
+        assert "(voice_ked_diphone)" in cmd
+        kal, _ = corpus.engine_cmd("Agora.", corpus.Speaker("kal", "", 160, 50, "festival"), "/tmp/x.wav")
+        assert not any(a.startswith("(voice_") for a in kal)  # the development corpus is unchanged
+    finally:
+        b.pool.shutdown()
