@@ -14,6 +14,7 @@
 #   KWS_MEMBERS  networks of the head, hidden:seed,... (default 64:1,64:2)
 #   KWS_EPOCHS, KWS_PATIENCE  epochs at most, and without a better dev recall
 #   KWS_FA_PER_HOUR  false accepts an hour of dev negatives the threshold allows (0.5)
+#   KWS_GATE=0  no gate (it saves CPU at run time, never changes a verdict)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 NAME=${NAME:?NAME: the name to spot, e.g. NAME=computer}
@@ -37,5 +38,7 @@ step() {
 step gen "$OUT" "$NAME" "$LANGS"
 step embed "$OUT" "$EMBED" "$KWS"
 step fit "$OUT"
-KWS_GATE_EPOCHS=${KWS_GATE_EPOCHS:-4} step gate "$OUT"
+if [ "${KWS_GATE:-1}" != 0 ]; then # the gate changes the cost, not the verdict (kws.Spotter.SetGate)
+  KWS_GATE_EPOCHS=${KWS_GATE_EPOCHS:-4} step gate "$OUT"
+fi
 echo "kws-head: wrote $OUT (head.json, gate.json, report.txt); $(awk '{s+=$2} END {print s}' "$OUT/times.txt") s" >&2
