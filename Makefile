@@ -31,7 +31,7 @@ PKGS := ./...
 VERSION := $(or $(VERSION),$(shell sh scripts/version.sh))
 LDFLAGS := -X main.version=$(VERSION)
 
-.PHONY: demo all deps whisper shim build test-fresh goenv deb test-system test test-short vet fmt run bench clean reference-graph refgraph-venv refgraph-test py-test models fuzz test-fleet test-flood bench-bridge bench-noise
+.PHONY: demo all deps whisper shim build test-fresh goenv deb test-system test test-short vet fmt run bench clean reference-graph refgraph-venv refgraph-test py-test models fuzz test-fleet test-flood bench-bridge bench-noise kws-head
 
 all: build
 
@@ -217,5 +217,10 @@ clean:
 
 # The cgo environment the targets above use, for running go commands by
 # hand: eval "$(make -s goenv)"; go test ./transcribe/
+# The keyword spotter for any name from its text alone (scripts/kws-head.sh,
+# docs/wake.md "A spotter for any name"): make kws-head NAME=computer LANGS=en OUT=build/kws/computer
+kws-head:
+	NAME="$(NAME)" LANGS="$(or $(LANGS),en)" OUT="$(or $(OUT),build/kws/$(NAME))" bash scripts/kws-head.sh
+
 goenv: shim
 	@echo "export CGO_CFLAGS='$(CGO_CFLAGS)' CGO_LDFLAGS='$(CGO_LDFLAGS)'"

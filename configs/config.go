@@ -125,6 +125,11 @@ type Wake struct {
 	// SpotterThreshold is the score from which the spotter counts the name
 	// as said; 0 means the trained head's own.
 	SpotterThreshold float64 `yaml:"spotter_threshold"`
+	// SpotterHead is a directory of trained heads (make kws-head: head.json,
+	// and late.json, gate.json when there) used instead of the built-in
+	// ones for "Agora"; "" means the built-in ones. The name it was trained
+	// for belongs in Words, so that whisper's text and the rules know it.
+	SpotterHead string `yaml:"spotter_head"`
 	// Fuse and FuseLike: a spotter score from Fuse up (below its
 	// threshold) wakes where whisper wrote something that sounds like the
 	// name (wake.Config.Fuse, FuseLike); unset means the wake package's

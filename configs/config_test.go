@@ -246,6 +246,8 @@ func TestValidationNamesField(t *testing.T) {
 		{"wake spotter unknown", func(c *Config) { c.Wake.Spotter = "maybe" }, "wake.spotter:"},
 		{"wake spotter off", func(c *Config) { c.Wake.Spotter = "off" }, ""},
 		{"wake spotter threshold", func(c *Config) { c.Wake.SpotterThreshold = 1.5 }, "wake.spotter_threshold:"},
+		{"wake spotter head missing", func(c *Config) { c.Wake.SpotterHead = "no/such/dir" }, "wake.spotter_head:"},
+		{"wake spotter head", func(c *Config) { c.Wake.SpotterHead = "../wake/kws/testdata/headdir" }, ""},
 		{"wake bias negative", func(c *Config) { b := -1.0; c.Wake.Bias = &b }, "wake.bias:"},
 		{"wake bias too strong", func(c *Config) { b := 50.0; c.Wake.Bias = &b }, "wake.bias:"},
 		{"wake bias off", func(c *Config) { b := 0.0; c.Wake.Bias = &b }, ""},

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -150,6 +151,11 @@ func (c *Config) Validate() error {
 	}
 	if t := c.Wake.SpotterThreshold; math.IsNaN(t) || t < 0 || t >= 1 {
 		bad("wake.spotter_threshold", "%v: want 0 (the trained head's) or a probability below 1", t)
+	}
+	if d := c.Wake.SpotterHead; d != "" {
+		if st, err := os.Stat(filepath.Join(d, "head.json")); err != nil || !st.Mode().IsRegular() {
+			bad("wake.spotter_head", "%q: want a directory holding head.json (make kws-head)", d)
+		}
 	}
 
 	// storage

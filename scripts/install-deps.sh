@@ -28,6 +28,9 @@
 #   nats-server                    MQTT broker + JetStream for the bridge's fleet tests
 #   flite, festival,               English voices the wake-word spotter never trained
 #   festvox-kallpc16k              on (bench/wakebench, ENGINES)
+#   festvox-kdlpc16k,              two more festival voices (a diphone and an HTS
+#   festvox-us-slt-hts             one, a woman's) for the spotter recipe (make kws-head)
+#   wamerican, wdutch              word lists the recipe finds near-miss words in
 #   debootstrap, systemd-container make test-system and make test-fresh (fresh roots,
 #                                  booted systemd); systemd-container pinned to the
 #                                  host's systemd version so nothing else moves
@@ -58,7 +61,8 @@ export DEBIAN_FRONTEND=noninteractive
 want=(gcc g++ libc6-dev binutils make cmake pkg-config dpkg-dev python3-pip python3-venv
   portaudio19-dev alsa-utils espeak-ng procps mosquitto mosquitto-clients)
 if [ "${AGORAD_DEPS_TEST:-1}" != 0 ]; then
-  want+=(sox libsox-fmt-all nats-server debootstrap flite festival festvox-kallpc16k)
+  want+=(sox libsox-fmt-all nats-server debootstrap flite festival festvox-kallpc16k
+    festvox-kdlpc16k festvox-us-slt-hts wamerican wdutch)
 fi
 case "${AGORAD_DEPS_CROSS:-}" in
   "") ;;

@@ -519,7 +519,7 @@ func spotterIfThere(t *testing.T) *kws.Spotter {
 		t.Run("spotter", func(t *testing.T) { t.Skipf("no keyword spotter: %v", err) })
 		return nil
 	}
-	s, err := openSpotter(dir, 0)
+	s, err := openSpotter(dir, "", 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -139,6 +139,7 @@ func cmdTranscribe(ctx context.Context, args []string, stdout, stderr io.Writer,
 	wakeBias := fs.Float64("wake-bias", wake.DefaultBias, "logit bias toward the wake word's tokens, as the daemon's wake.bias (0: off)")
 	spotDir := fs.String("spotter", "", "keyword spotter: directory of its front end, or \"off\" (default: kws/ in the model places, off with a warning when missing)")
 	spotThreshold := fs.Float64("spotter-threshold", 0, "keyword spotter threshold (0: the trained head's)")
+	spotHead := fs.String("spotter-head", "", "keyword spotter heads: a directory the recipe wrote (make kws-head: head.json, and late.json, gate.json when there) instead of the built-in ones for \"Agora\"")
 	wakeFuse := fs.Float64("wake-fuse", wake.DefaultFuse, "spotter score from which a name whisper wrote something like counts, as the daemon's wake.fuse (0: off)")
 	wakeFuseLike := fs.Float64("wake-fuse-like", wake.DefaultFuseLike, "how much whisper's words must sound like the name in the fuse band, as wake.fuse_like")
 	window := fs.String("window", configs.Default().Transcribe.Window, "whisper's encoder window per utterance, as the daemon's transcribe.window: full (30 s) or steps (10.24/15.36 s when the utterance fits with 2 s to spare)")
@@ -194,9 +195,9 @@ func cmdTranscribe(ctx context.Context, args []string, stdout, stderr io.Writer,
 	}
 	judge := wakeJudge{rules: rules}
 	if *spotDir != "off" {
-		sp, err := openSpotter(*spotDir, *spotThreshold)
+		sp, err := openSpotter(*spotDir, *spotHead, *spotThreshold)
 		switch {
-		case err != nil && *spotDir != "":
+		case err != nil && (*spotDir != "" || *spotHead != ""):
 			fmt.Fprintf(stderr, "agorad transcribe: %v\n", err)
 			return exitUsage
 		case err != nil:

@@ -69,10 +69,17 @@ func (j wakeJudge) match(ctx context.Context, samples []float32, res transcribe.
 	return out, nil
 }
 
-// openSpotter opens the keyword spotter with the built-in heads: its front
-// end from dir (a directory holding kws/ or the files themselves), or found
-// in the model places when dir is empty.
-func openSpotter(dir string, threshold float64) (*kws.Spotter, error) {
+// openSpotter opens the keyword spotter with the built-in heads, or those
+// of headDir when set (kws.OpenHeadDir): its front end from dir (a
+// directory holding kws/ or the files themselves), or found in the model
+// places when dir is empty.
+func openSpotter(dir, headDir string, threshold float64) (*kws.Spotter, error) {
+	if headDir != "" {
+		if dir == "" {
+			return kws.OpenHeadDirFound(headDir, threshold, model.Dirs()...)
+		}
+		return kws.OpenHeadDir(dir, headDir, threshold)
+	}
 	if dir == "" {
 		return kws.OpenDefault(threshold, model.Dirs()...)
 	}

@@ -1,6 +1,7 @@
 package daemon
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"path/filepath"
@@ -107,7 +108,13 @@ func (sp *speech) loadSpotter() error {
 	if mode == "off" {
 		return nil
 	}
-	s, err := kws.OpenDefault(sp.cfg.Wake.SpotterThreshold, model.Dirs(sp.cfg.ModelsDir())...)
+	var s *kws.Spotter
+	var err error
+	if head := sp.cfg.Wake.SpotterHead; head != "" {
+		s, err = kws.OpenHeadDirFound(head, sp.cfg.Wake.SpotterThreshold, model.Dirs(sp.cfg.ModelsDir())...)
+	} else {
+		s, err = kws.OpenDefault(sp.cfg.Wake.SpotterThreshold, model.Dirs(sp.cfg.ModelsDir())...)
+	}
 	if err != nil {
 		if mode == "on" {
 			return fmt.Errorf("wake.spotter is on: %w", err)
@@ -116,7 +123,7 @@ func (sp *speech) loadSpotter() error {
 		return nil
 	}
 	sp.spotter = s
-	sp.log.Info("keyword spotter ready", "threshold", s.Threshold(), "kernels", s.Kernels())
+	sp.log.Info("keyword spotter ready", "threshold", s.Threshold(), "kernels", s.Kernels(), "heads", cmp.Or(sp.cfg.Wake.SpotterHead, "built-in"))
 	return nil
 }
 
