@@ -183,6 +183,9 @@ refgraph-test:
 # benchmark's small corpus under pytest (the reference graph's venv has both).
 py-test:
 	bash scripts/refgraph.sh pytools bench/wakebench wake/kws/train bench/noise bench/wordtimes
+	@# The spotter recipe's tests need numpy: its own pinned venv, so they run instead of skipping.
+	bash scripts/pyvenv.sh build/kws-test-venv wake/kws/train/requirements-test.txt
+	build/kws-test-venv/bin/python -m pytest -q -p no:cacheprovider wake/kws/train/kwshead
 
 bench: build
 	bash bench/run.sh

@@ -26,7 +26,7 @@ def test_config_sets_language(lang: str) -> None:
 def test_config_without_language(tmp_path: Path) -> None:
     p = tmp_path / "c.yaml"
     p.write_text("mode: listen\n", encoding="utf-8")
-    with pytest.raises(SystemExit, match="no transcribe.language"):
+    with pytest.raises(SystemExit, match=r"no transcribe\.language"):
         live.config(p, "en")
 
 
