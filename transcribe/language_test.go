@@ -19,7 +19,8 @@ func TestDecide(t *testing.T) {
 		{"ambiguous: stays", 0, []float64{0.3, 0.7}, 0},
 		{"just below the switch: stays", 0, []float64{0.11, 0.89}, 0},
 		{"at the switch: changes", 0, []float64{0.1, 0.9}, 1},
-		{"sure: changes", 1, []float64{0.99, 0.01}, 0},
+		{"back to the first language: its being likeliest is enough", 1, []float64{0.6, 0.4}, 0},
+		{"away from the second to a third: needs the switch", 1, []float64{0.1, 0.3, 0.6}, 1},
 		{"three languages", 2, []float64{0.05, 0.93, 0.02}, 1},
 		{"last out of range: the likeliest", 5, []float64{0.4, 0.6}, 1},
 	} {
