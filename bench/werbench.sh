@@ -24,6 +24,20 @@
 # "the engineer" in its place mid-sentence: whisper's text of the rest), each
 # by the next of ten espeak-ng English voices and variants.
 #
+# REALNL=dev or REALNL=test adds that half of the real Dutch speaker
+# (shared/realdutch/flemishguy, 285 read utterances of one native speaker,
+# clips fg_*.wav) to the Dutch clips; REALNL_N=N only the first N of it (a
+# shorter run). The halves: metadata.psv sorted by id, odd lines dev, even
+# lines test. Tune on dev (prompt words, thresholds, priors); report on test.
+# Their table is scored apart from shared/audio's Dutch clips, and LANGS
+# auto-nl runs language auto on the Dutch clips alone (CPU per Dutch
+# utterance; with PERCLIP=0 a system's process holds all its clips, the model
+# loaded once, as the daemon does).
+# AGORAD_ARGS: more flags for every agorad system (a lever: --beam 2, ...;
+# split on spaces), AGORAD_PROMPT: --prompt for them (one argument); put
+# each lever's run in its own OUT. agorad's lines carry a fourth column,
+# whisper's probability of the language it chose among the wearer's (lang_p).
+#
 # Systems (SYSTEMS, default all):
 #   agorad agorad-q8_0             agorad transcribe, f16 / q8_0 import
 #   agoradmain agoradmain-q8_0     the same with AGORAD_MAIN_BIN (another
@@ -55,7 +69,7 @@
 # clips (+ the Dutch ones for auto), and nl on the Dutch ones.
 #
 #   MODELS tiny.en base   THREADS 2   OUT bench/out/wer   NICE 10
-#   LANGS (base only; default "en auto nl")
+#   LANGS (base only; default "en auto nl"; auto-nl: auto on Dutch only)
 #   PERCLIP 0   ESPEAK_NL 0   ESPEAK_EN 0   AGORAD_BIN (default build/bin/agorad)
 #   AGORAD_MAIN_BIN (for the agoradmain systems)
 #   EVERY 1: every Nth English clip only (a shorter run on a busy machine)
@@ -79,6 +93,10 @@ PERCLIP=${PERCLIP:-0}
 EVERY=${EVERY:-1}
 ESPEAK_NL=${ESPEAK_NL:-0}
 ESPEAK_EN=${ESPEAK_EN:-0}
+REALNL=${REALNL:-0}
+REALNL_N=${REALNL_N:-0}
+read -r -a AGORAD_ARGS <<<"${AGORAD_ARGS:-}"
+[ -z "${AGORAD_PROMPT:-}" ] || AGORAD_ARGS+=(--prompt "$AGORAD_PROMPT")
 CACHE=${AGORAD_MODEL_CACHE:-$(pwd)/build/cache/models}
 mkdir -p "$OUT"
 PY=$(bash bench/peers/setup.sh)
@@ -128,6 +146,16 @@ Wat voor weer wordt het morgen?
 Zet een timer voor tien minuten.
 Speel wat muziek in de woonkamer.
 SENTENCES
+fi
+if [ "$REALNL" != 0 ]; then
+  case $REALNL in dev) half=1 ;; test) half=0 ;; *) echo "werbench: REALNL=$REALNL: want dev or test" >&2; exit 2 ;; esac
+  fg=$SHARED/realdutch/flemishguy
+  while IFS='|' read -r id text; do
+    c=fg_$id.wav
+    sox "$fg/$id.flac" -r 16000 -c 1 -b 16 -e signed-integer "$inroot/$c"
+    printf '%s\t0\tnl\t%s\t\tflemishguy\t-\t-\t-\n' "$c" "$text" >>"$MANIFEST"
+    nl="$nl $c"
+  done < <(LC_ALL=C sort "$fg/metadata.psv" | awk -v h="$half" -v n="$REALNL_N" 'NR % 2 == h {k++; if (n == 0 || k <= n) print}')
 fi
 
 espeak_en_voices=(en en-us en-gb-x-rp+f3 en-gb-scotland+m3 en-029 en-us+f2 en-gb-x-gbclan+klatt en-us+m7 en-gb-x-gbcwmd+f4 en+croak)
@@ -197,35 +225,36 @@ decode() {
       local pack=(); case $sys in *-unpacked|*-unpacked-steps) pack=(--pack=false) ;; esac
       case $sys in *-steps) pack+=(--window steps) ;; *) pack+=(--window full) ;; esac
       "${time[@]}" "$bin" transcribe --model "$(ggml "$model" "$sys")" --vad-model "$VAD" \
-        --threads "$THREADS" --lang "$lang" "${pack[@]}" "${files[@]}" >"$out.json" 2>>"$out.err"
-      jq -r '[(.file | split("/") | last), .text, .lang] | @tsv' "$out.json" >>"$out" ;;
+        --threads "$THREADS" --lang "${lang%-nl}" "${pack[@]}" ${AGORAD_ARGS[@]+"${AGORAD_ARGS[@]}"} "${files[@]}" >"$out.json" 2>>"$out.err"
+      jq -r '[(.file | split("/") | last), .text, .lang, (.lang_p // "" | tostring)] | @tsv' "$out.json" >>"$out" ;;
     wcli*)
       local args=(); case $sys in *greedy) args=(-bs 1 -nf -mc 0) ;; esac
       cp "$(ggml "$model" "$sys")" "$inroot/model.bin"
       rm -f "$inroot"/*.json
       if [ ${#args[@]} -gt 0 ]; then
-        "${time[@]}" "$WCLI" -m "$inroot/model.bin" -t "$THREADS" -l "$lang" \
+        "${time[@]}" "$WCLI" -m "$inroot/model.bin" -t "$THREADS" -l "${lang%-nl}" \
           "${args[@]}" -np -oj "${files[@]}" >/dev/null 2>>"$out.err"
       else
         # defaults keep up to 16k tokens of text context from one file to
         # the next in one process: one process per clip keeps clips apart
         "${time[@]}" env PATH="${WCLI%/*}:$PATH" sh -c \
           'm=$1 t=$2 l=$3; shift 3; for f; do whisper-cli -m "$m" -t "$t" -l "$l" -np -oj "$f" || exit 1; done' \
-          sh "$inroot/model.bin" "$THREADS" "$lang" "${files[@]}" >/dev/null 2>>"$out.err"
+          sh "$inroot/model.bin" "$THREADS" "${lang%-nl}" "${files[@]}" >/dev/null 2>>"$out.err"
       fi
       for c in "$@"; do
         jq -r --arg f "$c" '[$f, ([.transcription[].text] | join(" ") | gsub("^ +| +$"; "")), .result.language] | @tsv' "$inroot/$c.json" >>"$out"
       done ;;
     fw-*)
       "${time[@]}" "$PY" bench/peers/fw_transcribe.py --model "$CACHE/ct2/$model" \
-        --compute-type "${sys#fw-}" --threads "$THREADS" --lang "$lang" "${files[@]}" >>"$out" 2>>"$out.err" ;;
+        --compute-type "${sys#fw-}" --threads "$THREADS" --lang "${lang%-nl}" "${files[@]}" >>"$out" 2>>"$out.err" ;;
   esac
 }
 
 for model in $MODELS; do
   if [ "$model" = tiny.en ]; then langs="en"; else langs=${LANGS:-en auto nl}; fi
   for lang in $langs; do
-    case $lang in en) set -- $en ;; auto) set -- $en $nl ;; nl) set -- $nl ;; esac
+    case $lang in en) set -- $en ;; auto) set -- $en $nl ;; nl|auto-nl) set -- $nl ;; esac
+    echo "$#" >"$OUT/$model-$lang.n"
     for sys in $SYSTEMS; do
       rm -f "$OUT/$model-$lang-$sys.tsv"*
     done
@@ -254,19 +283,29 @@ done
     for lang in $langs; do
       echo; echo "## $model, language $lang"; echo
       args=(); for sys in $SYSTEMS; do args+=("$sys=$OUT/$model-$lang-$sys.tsv"); done
-      if [ "$lang" = nl ]; then
-        go run ./bench/wer -lang nl -manifest "$MANIFEST" "${args[@]}"
+      if [ "$lang" = nl ] || [ "$lang" = auto-nl ]; then
+        if [ "$REALNL" != 0 ]; then
+          echo "Real Dutch speaker, $REALNL half$( [ "$REALNL_N" != 0 ] && echo ", first $REALNL_N"):"; echo
+          go run ./bench/wer -lang nl -prefix fg_ -texts=false -manifest "$MANIFEST" "${args[@]}"
+          echo; echo "shared/audio's Dutch clips:"; echo
+        fi
+        go run ./bench/wer -lang nl -not-prefix fg_ -manifest "$MANIFEST" "${args[@]}"
       else
         go run ./bench/wer -manifest "$MANIFEST" "${args[@]}"
         if [ "$ESPEAK_EN" != 0 ]; then echo; go run ./bench/wer -lang en-espeak -manifest "$MANIFEST" "${args[@]}"; fi
-        if [ "$lang" = auto ]; then echo; go run ./bench/wer -lang nl -manifest "$MANIFEST" "${args[@]}"; fi
+        if [ "$lang" = auto ]; then
+          echo
+          if [ "$REALNL" != 0 ]; then go run ./bench/wer -lang nl -prefix fg_ -texts=false -manifest "$MANIFEST" "${args[@]}"; echo; fi
+          go run ./bench/wer -lang nl -not-prefix fg_ -manifest "$MANIFEST" "${args[@]}"
+        fi
       fi
       ref=; [ -f "$OUT/$model-$lang-fw-int8.tsv.time" ] && read -r _ u s _ <"$OUT/$model-$lang-fw-int8.tsv.time" && ref=$(echo "$u + $s" | bc -l)
-      echo; echo "| system | wall s | CPU s (user+sys) | CPU / fw-int8 | peak RSS MiB |"; echo "|---|---|---|---|---|"
+      n=$(cat "$OUT/$model-$lang.n")
+      echo; echo "| system | wall s | CPU s (user+sys) | CPU s / clip ($n clips) | CPU / fw-int8 | peak RSS MiB |"; echo "|---|---|---|---|---|---|"
       for sys in $SYSTEMS; do
         read -r w u s m <"$OUT/$model-$lang-$sys.tsv.time"
         cpu=$(echo "$u + $s" | bc -l)
-        printf '| %s | %.1f | %.1f | %s | %d |\n' "$sys" "$w" "$cpu" "${ref:+$(printf '%.2f' "$(echo "$cpu / $ref" | bc -l)")}" "$((m / 1024))"
+        printf '| %s | %.1f | %.1f | %.2f | %s | %d |\n' "$sys" "$w" "$cpu" "$(echo "$cpu / $n" | bc -l)" "${ref:+$(printf '%.2f' "$(echo "$cpu / $ref" | bc -l)")}" "$((m / 1024))"
       done
     done
   done

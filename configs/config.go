@@ -73,10 +73,20 @@ type Models struct {
 
 // Transcribe tunes whisper.
 type Transcribe struct {
-	Language      string   `yaml:"language"`
-	Threads       int      `yaml:"threads"`
-	InitialPrompt string   `yaml:"initial_prompt"`
-	Contexts      []string `yaml:"contexts"`
+	Language string `yaml:"language"`
+	// Languages are the wearer's languages language auto chooses among,
+	// the first assumed until another is heard; LanguageSwitch is the
+	// probability whisper must give another of them to take over from the
+	// one heard last (transcribe.Options.Languages, SwitchP).
+	Languages      []string `yaml:"languages"`
+	LanguageSwitch float64  `yaml:"language_switch"`
+	Threads        int      `yaml:"threads"`
+	InitialPrompt  string   `yaml:"initial_prompt"`
+	Contexts       []string `yaml:"contexts"`
+	// Vocabulary maps a language to a list of terms appended to the prompt
+	// when an utterance is decoded in it: a built-in list's name or a file
+	// (VocabularyTerms).
+	Vocabulary map[string]string `yaml:"vocabulary"`
 	// Window is whisper's encoder window per utterance: full or steps
 	// (transcribe.Window).
 	Window string `yaml:"window"`

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -216,6 +217,12 @@ func TestValidationNamesField(t *testing.T) {
 		{"device id wildcard", func(c *Config) { c.DeviceID = "a+" }, "device_id:"},
 		{"language", func(c *Config) { c.Transcribe.Language = "de" }, "transcribe.language:"},
 		{"threads", func(c *Config) { c.Transcribe.Threads = -1 }, "transcribe.threads:"},
+		{"languages none", func(c *Config) { c.Transcribe.Languages = nil }, "transcribe.languages: 0 languages"},
+		{"languages unknown", func(c *Config) { c.Transcribe.Languages = []string{"nl", "vlaams"} }, `transcribe.languages[1]: "vlaams" is not a language whisper knows`},
+		{"languages twice", func(c *Config) { c.Transcribe.Languages = []string{"nl", "en", "nl"} }, `transcribe.languages[2]: "nl" is given twice`},
+		{"languages dutch and german", func(c *Config) { c.Transcribe.Languages = []string{"nl", "de"} }, ""},
+		{"language switch low", func(c *Config) { c.Transcribe.LanguageSwitch = 0.4 }, "transcribe.language_switch: 0.4 not in 0.5..1"},
+		{"language switch off", func(c *Config) { c.Transcribe.LanguageSwitch = 0.5 }, ""},
 		{"window", func(c *Config) { c.Transcribe.Window = "10s" }, "transcribe.window:"},
 		{"window empty", func(c *Config) { c.Transcribe.Window = "" }, "transcribe.window:"},
 		{"window steps", func(c *Config) { c.Transcribe.Window = "steps" }, ""},
@@ -548,5 +555,45 @@ func TestEngineSafeDerivedID(t *testing.T) {
 		if err := EngineDeviceID(tc.engine, got); err != nil {
 			t.Errorf("%s %q: derived %q refused: %v", tc.engine, tc.in, got, err)
 		}
+	}
+}
+
+func TestVocabularyTerms(t *testing.T) {
+	dir := t.TempDir()
+	own := filepath.Join(dir, "mine.txt")
+	if err := os.WriteFile(own, []byte("# mine\nstramien\n\nbalklaag # a comment\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	long := filepath.Join(dir, "long.txt")
+	if err := os.WriteFile(long, []byte(strings.Repeat("woord\n", 65)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name    string
+		vocab   map[string]string
+		want    map[string][]string
+		wantErr string
+	}{
+		{"none", nil, map[string][]string{}, ""},
+		{"own file", map[string]string{"nl": own}, map[string][]string{"nl": {"stramien", "balklaag"}}, ""},
+		{"unknown language", map[string]string{"vlaams": own}, nil, `transcribe.vocabulary.vlaams: "vlaams" is not a language`},
+		{"missing file", map[string]string{"nl": filepath.Join(dir, "nope.txt")}, nil, "transcribe.vocabulary.nl: open"},
+		{"too many", map[string]string{"nl": long}, nil, "transcribe.vocabulary.nl: " + long + ": 65 terms"},
+	} {
+		tr := Transcribe{Vocabulary: c.vocab}
+		got, err := tr.VocabularyTerms()
+		if c.wantErr != "" {
+			if err == nil || !strings.Contains(err.Error(), c.wantErr) {
+				t.Errorf("%s: err %v, want %q", c.name, err, c.wantErr)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%s: %v, %v; want %v", c.name, got, err, c.want)
+		}
+	}
+	built, err := Transcribe{Vocabulary: map[string]string{"nl": "inspection-nl"}}.VocabularyTerms()
+	if err != nil || !slices.Contains(built["nl"], "lateiprofiel") || !slices.Contains(built["nl"], "NEN 2767") {
+		t.Errorf("built-in inspection-nl: %v, %v", built, err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"reflect"
 	"slices"
@@ -47,6 +48,8 @@ func Default() *Config {
 func (c *Config) clone() *Config {
 	cp := *c
 	cp.Transcribe.Contexts = slices.Clone(c.Transcribe.Contexts)
+	cp.Transcribe.Languages = slices.Clone(c.Transcribe.Languages)
+	cp.Transcribe.Vocabulary = maps.Clone(c.Transcribe.Vocabulary)
 	cp.Wake.Words = slices.Clone(c.Wake.Words)
 	cp.Wake.ListenWords = slices.Clone(c.Wake.ListenWords)
 	cp.Wake.Reject = slices.Clone(c.Wake.Reject)
@@ -214,6 +217,16 @@ func check(n *yaml.Node, t reflect.Type, path string, errs *[]error) {
 				continue
 			}
 			check(v, f.Type, join(path, k.Value), errs)
+		}
+	case t.Kind() == reflect.Map:
+		if n.Kind != yaml.MappingNode {
+			*errs = append(*errs, fmt.Errorf("%s: expected a mapping (line %d)", path, n.Line))
+			return
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			check(k, t.Key(), path, errs)
+			check(v, t.Elem(), join(path, k.Value), errs)
 		}
 	case t.Kind() == reflect.Slice:
 		if n.Kind != yaml.SequenceNode {

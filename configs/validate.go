@@ -94,6 +94,20 @@ func (c *Config) Validate() error {
 	}
 	oneOf("transcribe.language", c.Transcribe.Language, "nl", "en", "auto")
 	oneOf("transcribe.window", c.Transcribe.Window, "full", "steps")
+	if n := len(c.Transcribe.Languages); n < 1 || n > maxLanguages {
+		bad("transcribe.languages", "%d languages, want 1..%d (the wearer's, e.g. [nl, en])", n, maxLanguages)
+	}
+	for i, l := range c.Transcribe.Languages {
+		if !slices.Contains(whisperLanguages, l) {
+			bad(fmt.Sprintf("transcribe.languages[%d]", i), "%s is not a language whisper knows (a code such as nl, en, de, fr)", quote(l))
+		} else if slices.Index(c.Transcribe.Languages, l) < i {
+			bad(fmt.Sprintf("transcribe.languages[%d]", i), "%s is given twice", quote(l))
+		}
+	}
+	between("transcribe.language_switch", c.Transcribe.LanguageSwitch, 0.5, 1)
+	if _, err := c.Transcribe.VocabularyTerms(); err != nil {
+		errs = append(errs, err)
+	}
 	if t := c.Transcribe.Threads; t < 0 || t > 256 {
 		bad("transcribe.threads", "%d not in 0..256 (0: all cores)", t)
 	}

@@ -35,7 +35,8 @@ var encodeRuns = regexp.MustCompile(`encode time = .* / +(\d+) runs`)
 // detects each utterance's language from the encoder pass that decoded it
 // (issue 24). A steady speaker costs one encoder pass per utterance
 // (whisper's own count, n_encode, in its timings), a change of language one
-// more, the first utterance one more (detected first), and every utterance still comes back in its language with the text
+// more, the first utterance (English, after the wearer's first language,
+// nl, is assumed) one more, and every utterance still comes back in its language with the text
 // the fixed language gives. (Recorded Dutch: base labels espeak-ng's Dutch
 // voice English, with the separate detection pass as well.)
 func TestRealAutoOneEncoderPass(t *testing.T) {
@@ -102,7 +103,8 @@ func TestRealAutoOneEncoderPass(t *testing.T) {
 	if runs < 0 {
 		t.Fatalf("no encoder count in whisper's timings: %q", strings.Join(logged, "\n"))
 	}
-	// The first utterance is detected before it is decoded: one pass more.
+	// The first utterance, English, is decoded first in the wearer's first
+	// language (nl), then again: one pass more.
 	if wantRuns := 1 + len(utts) + switches; runs != wantRuns {
 		t.Errorf("%d encoder passes for %d utterances with %d changes of language, want %d (1 + one each + one per change)", runs, len(utts), switches, wantRuns)
 	}

@@ -124,11 +124,12 @@ static int agora_full(struct whisper_context *ctx, struct whisper_full_params *p
 
 // Detects which of the languages ids[0..nids) samples are in: whisper's own
 // language detection (mel, one encoder pass, one decoder step) with the
-// choice restricted to the product's languages, so a short English command
-// cannot come back as Japanese. Returns the index into ids, or -1.
+// choice restricted to the wearer's languages, so a short English command
+// cannot come back as Japanese. out[0..nids) gets whisper's probabilities
+// renormalised over ids. Returns the index into ids of the likeliest, or -1.
 static int agora_detect(struct whisper_context *ctx, const float *samples, int n,
-		int threads, const int *ids, int nids, float *best_p) {
-	if (whisper_pcm_to_mel(ctx, samples, n, threads) != 0) {
+		int threads, const int *ids, int nids, float *out) {
+	if (nids <= 0 || whisper_pcm_to_mel(ctx, samples, n, threads) != 0) {
 		return -1;
 	}
 	int nlang = whisper_lang_max_id() + 1;
@@ -139,15 +140,16 @@ static int agora_detect(struct whisper_context *ctx, const float *samples, int n
 	int best = -1;
 	if (whisper_lang_auto_detect(ctx, 0, threads, probs) >= 0) {
 		float sum = 0;
+		best = 0;
 		for (int i = 0; i < nids; i++) {
 			sum += probs[ids[i]];
-		}
-		for (int i = 0; i < nids; i++) {
-			if (best < 0 || probs[ids[i]] > probs[ids[best]]) {
+			if (probs[ids[i]] > probs[ids[best]]) {
 				best = i;
 			}
 		}
-		*best_p = sum > 0 ? probs[ids[best]] / sum : 0;
+		for (int i = 0; i < nids; i++) {
+			out[i] = sum > 0 ? probs[ids[i]] / sum : 1.0f / nids;
+		}
 	}
 	free(probs);
 	return best;
@@ -161,7 +163,7 @@ static int agora_detect(struct whisper_context *ctx, const float *samples, int n
 // softmax over ids alone equals whisper's softmax over all languages
 // renormalised to ids. Returns the index into ids, or -1.
 static int agora_detect_encoded(struct whisper_context *ctx, int threads,
-		const int *ids, int nids, float *best_p) {
+		const int *ids, int nids, float *out) {
 	whisper_token sot = whisper_token_sot(ctx);
 	if (nids <= 0 || whisper_decode(ctx, &sot, 1, 0, threads) != 0) {
 		return -1;
@@ -178,12 +180,19 @@ static int agora_detect_encoded(struct whisper_context *ctx, int threads,
 	for (int i = 0; i < nids; i++) {
 		sum += exp(logits[whisper_token_lang(ctx, ids[i])] - top);
 	}
-	*best_p = (float)(1.0 / sum);
+	for (int i = 0; i < nids; i++) {
+		out[i] = (float)(exp(logits[whisper_token_lang(ctx, ids[i])] - top) / sum);
+	}
 	return best;
 }
 
 static void agora_set_abort(int *flag, int v) {
 	__atomic_store_n(flag, v, __ATOMIC_RELAXED);
+}
+
+// Points p's initial prompt at text (owned by the caller; NULL: none).
+static void agora_set_prompt(struct whisper_full_params *p, const char *text) {
+	p->initial_prompt = text;
 }
 
 static void agora_free_prompt(struct whisper_full_params *p) {
@@ -245,31 +254,39 @@ func runFull(ctx *whisper.Context, params *whisper.Params, samples []float32, qu
 	return st, nil
 }
 
-// detectLanguage returns the index in ids of the language whisper finds most
-// likely for samples, and its probability among ids.
-func detectLanguage(ctx *whisper.Context, samples []float32, threads int, langIDs []int) (int, float64, error) {
+// detectLanguage returns whisper's probability of each of langIDs for
+// samples, renormalised over them.
+func detectLanguage(ctx *whisper.Context, samples []float32, threads int, langIDs []int) ([]float64, error) {
 	ids := cInts(langIDs)
-	var p C.float
+	out := make([]C.float, len(ids))
 	i := C.agora_detect((*C.struct_whisper_context)(unsafe.Pointer(ctx)),
 		(*C.float)(unsafe.Pointer(&samples[0])), C.int(len(samples)), C.int(threads),
-		&ids[0], C.int(len(ids)), &p)
+		&ids[0], C.int(len(ids)), &out[0])
 	if i < 0 {
-		return 0, 0, errors.New("whisper language detection failed")
+		return nil, errors.New("whisper language detection failed")
 	}
-	return int(i), float64(p), nil
+	return goFloats(out), nil
 }
 
 // detectEncoded is detectLanguage over the encoder output the last
 // whisper_full on ctx left in its state: one decoder step, no encoder pass.
-func detectEncoded(ctx *whisper.Context, threads int, langIDs []int) (int, float64, error) {
+func detectEncoded(ctx *whisper.Context, threads int, langIDs []int) ([]float64, error) {
 	ids := cInts(langIDs)
-	var p C.float
+	out := make([]C.float, len(ids))
 	i := C.agora_detect_encoded(cctx(ctx), C.int(threads),
-		&ids[0], C.int(len(ids)), &p)
+		&ids[0], C.int(len(ids)), &out[0])
 	if i < 0 {
-		return 0, 0, errors.New("whisper language detection (decoder step) failed")
+		return nil, errors.New("whisper language detection (decoder step) failed")
 	}
-	return int(i), float64(p), nil
+	return goFloats(out), nil
+}
+
+func goFloats(in []C.float) []float64 {
+	out := make([]float64, len(in))
+	for i, v := range in {
+		out[i] = float64(v)
+	}
+	return out
 }
 
 // cInts is langIDs as C ints, for the detection helpers.
@@ -284,6 +301,27 @@ func cInts(langIDs []int) []C.int {
 // freePrompt releases the C string the binding's SetInitialPrompt allocated.
 func freePrompt(params *whisper.Params) {
 	C.agora_free_prompt((*C.struct_whisper_full_params)(unsafe.Pointer(params)))
+}
+
+// cPrompt is an initial prompt in C memory; the zero value is none.
+type cPrompt struct{ p *C.char }
+
+func newCPrompt(text string) cPrompt {
+	if text == "" {
+		return cPrompt{}
+	}
+	return cPrompt{p: C.CString(text)}
+}
+
+// set makes params (a per-call copy) use the prompt.
+func (c cPrompt) set(params *whisper.Params) {
+	C.agora_set_prompt((*C.struct_whisper_full_params)(unsafe.Pointer(params)), c.p)
+}
+
+func (c cPrompt) free() {
+	if c.p != nil {
+		C.free(unsafe.Pointer(c.p))
+	}
 }
 
 // hotBias is a hotword bias in C memory (the logits callback runs on

@@ -327,17 +327,21 @@ func (t *Transcriber) TranscribeBatch(ctx context.Context, utts [][]float32) ([]
 	// on base: two English commands packed with two Dutch recordings came
 	// back as Dutch, "Wat tijd is dat?"). So each utterance gets its own
 	// detection, as unpacked, and only runs of one language share windows.
-	langs := make([]int, len(live)) // index into AutoLanguages; -1: the fixed language
+	langs := make([]int, len(live)) // index into t.langs; -1: the fixed language
 	detecting := make([]time.Duration, len(utts))
 	for k, i := range live {
 		langs[k] = -1
 		if len(t.autoIDs) > 0 {
 			start := time.Now()
-			l, err := t.detect(ctx, utts[i])
+			probs, err := t.detect(ctx, utts[i])
 			if err != nil {
 				return results[:i], err
 			}
+			// the decision in order, as unpacked (hysteresis on the last)
+			l := decide(int(t.lastLang.Load()), probs, t.opts.SwitchP)
+			t.lastLang.Store(int32(l))
 			langs[k], detecting[i] = l, time.Since(start)
+			results[i].LangP = probs[l]
 		}
 	}
 	gap, limit := samplesOf(PackGap), samplesOf(PackWindow)
@@ -366,21 +370,21 @@ func (t *Transcriber) TranscribeBatch(ctx context.Context, utts [][]float32) ([]
 	return results, nil
 }
 
-// detect returns the index in AutoLanguages of samples' language.
-func (t *Transcriber) detect(ctx context.Context, samples []float32) (int, error) {
+// detect returns whisper's probabilities of t.langs for samples.
+func (t *Transcriber) detect(ctx context.Context, samples []float32) ([]float64, error) {
 	if t.detectLang != nil {
-		return t.detectLang(samples), nil
+		return onehot(t.detectLang(samples), len(t.langs)), nil
 	}
 	w, err := t.acquire(ctx)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
 	defer t.release(w)
-	i, _, err := t.detectOn(w, padded(samples))
+	probs, err := t.detectOn(w, padded(samples))
 	if err != nil {
-		return 0, fmt.Errorf("detect the language of %s of audio: %w", time.Duration(len(samples))*time.Second/sampleRate, err)
+		return nil, fmt.Errorf("detect the language of %s of audio: %w", time.Duration(len(samples))*time.Second/sampleRate, err)
 	}
-	return i, nil
+	return probs, nil
 }
 
 // padded is samples padded with silence to what whisper_full accepts.
@@ -396,7 +400,7 @@ func padded(samples []float32) []float32 {
 func samplesOf(d time.Duration) int { return int(d * sampleRate / time.Second) }
 
 // transcribePack runs utterances idx of utts through one whisper call and
-// fills their results. lang is the index in AutoLanguages of their language
+// fills their results. lang is the index in t.langs of their language
 // (detected), or -1 for the configured one.
 func (t *Transcriber) transcribePack(ctx context.Context, utts [][]float32, idx []int, lang int, results []Result) error {
 	if err := ctx.Err(); err != nil {
@@ -427,10 +431,13 @@ func (t *Transcriber) transcribePack(ctx context.Context, utts [][]float32, idx 
 		name = "en"
 	}
 	if lang >= 0 {
-		name = AutoLanguages[lang]
+		name = t.langs[lang]
 		if err := params.SetLanguage(t.autoIDs[lang]); err != nil {
 			t.release(w)
 			return fmt.Errorf("transcribe %d utterances packed in %s: %w", len(idx), window, err)
+		}
+		if lang < len(w.prompts) {
+			w.prompts[lang].set(&params)
 		}
 	}
 	segs, err := t.decode(ctx, w, &params, padded(in))
@@ -449,6 +456,7 @@ func (t *Transcriber) transcribePack(ctx context.Context, utts [][]float32, idx 
 			t.log.Debug("transcript rejected", "text", r.Text, "reason", why)
 			r.Text, r.Rejected, r.Words = "", why, nil
 		}
+		r.LangP = results[i].LangP // the detection's, set by TranscribeBatch
 		results[i] = r
 	}
 	t.log.Debug("packed whisper call", "utterances", len(idx), "window", window, "took", took)

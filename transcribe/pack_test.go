@@ -297,7 +297,8 @@ func nan() float64 { var z float64; return z / z }
 func TestTranscribeBatchLanguages(t *testing.T) {
 	f := &fakeWhisper{}
 	tr := fakeTranscriber(f)
-	tr.lang, tr.multi, tr.autoIDs = "auto", true, []int{0, 1}
+	tr.lang, tr.multi, tr.autoIDs, tr.langs = "auto", true, []int{0, 1}, []string{"en", "nl"}
+	tr.opts.SwitchP = DefaultSwitchP
 	tr.detectLang = func(s []float32) int { // utterances 1..: odd levels are Dutch
 		return int(s[0]*10+0.5) % 2
 	}

@@ -17,14 +17,14 @@
 // the sound of the audio whisper decoded, in whichever window: a word's
 // time lies inside its segment's sound and never runs past the audio.
 //
-// Language "auto" on a multilingual model (issue 24): an utterance is
-// decoded in the language the last one was detected in, and its own
-// language is then read from one decoder step over the encoder output that
-// decoding left in the state; only when the two differ is it decoded again.
-// A steady speaker costs one encoder pass per utterance, as a fixed
-// language does; a change of language costs one more decoding (in the wrong
-// language first), and the first utterance a detection pass of its own.
-// Detection stays restricted to AutoLanguages.
+// Language "auto" on a multilingual model (issues 24, 46): an utterance is
+// decoded in the language the last one was taken to be in (at first the
+// wearer's first language), and its own language is then read from one
+// decoder step over the encoder output that decoding left in the state;
+// only when the decision (language.go: the wearer's languages only, with
+// hysteresis) differs is it decoded again. A steady speaker costs one
+// encoder pass per utterance, as a fixed language does; a change of
+// language costs one more decoding (in the wrong language first).
 //
 // Measured on real weights (issue 15): an encoder window sized to the
 // utterance (not in steps, no margin) saves compute but breaks decoding (repetition loops, WER 34 %
@@ -59,20 +59,32 @@ const (
 	minSamples = sampleRate + sampleRate/10
 )
 
-// AutoLanguages are the languages "auto" chooses among on a multilingual
-// model: the product's. Whisper's open detection labels short English
-// commands Japanese or Urdu (issue 15); restricted to these two it cannot.
-var AutoLanguages = []string{"en", "nl"}
-
 // Options configure a Transcriber.
 type Options struct {
-	ModelPath     string   // ggml whisper model file
-	Language      string   // "nl", "en" or "auto" ("" means "auto": detect among AutoLanguages)
+	ModelPath string // ggml whisper model file
+	Language  string // "nl", "en" or "auto" ("" means "auto": choose among Languages)
+	// Languages are the wearer's languages "auto" chooses among, the first
+	// assumed until another is heard (language.go); nil means
+	// DefaultLanguages. SwitchP is the probability whisper must give
+	// another of them to take over from the one heard last; 0 means
+	// DefaultSwitchP.
+	Languages     []string
+	SwitchP       float64
 	InitialPrompt string   // text whisper sees as preceding the utterance; "" or "-" means none
 	Terms         []string // domain terms appended to the prompt so whisper spells them as expected (config transcribe.contexts)
-	Threads       int      // whisper threads per call; 0 means all cores
-	Contexts      int      // whisper contexts (concurrent calls); 0 means 1, each holds its own copy of the model
-	SilenceRMS    float64  // below this RMS audio is not transcribed; 0 means DefaultSilenceRMS
+	// Vocabulary are more terms per language (config
+	// transcribe.vocabulary): appended to the prompt when an utterance is
+	// decoded in that language only, so a Dutch list does not push
+	// English speech toward Dutch words.
+	Vocabulary map[string][]string
+	// Beam is the beam size: 0 or 1 is greedy decoding, as shipped.
+	Beam int
+	// NoFallback turns off whisper's temperature fallback (decoding again
+	// at a higher temperature when the text looks repetitive or unlikely).
+	NoFallback bool
+	Threads    int     // whisper threads per call; 0 means all cores
+	Contexts   int     // whisper contexts (concurrent calls); 0 means 1, each holds its own copy of the model
+	SilenceRMS float64 // below this RMS audio is not transcribed; 0 means DefaultSilenceRMS
 	// Hotwords are words whisper is pushed toward (the wake word): their
 	// spellings' tokens get HotwordBias added to their logits while
 	// decoding (hotwords.go). No hotwords or a zero bias is plain decoding.
@@ -89,8 +101,11 @@ type Options struct {
 
 // Result is what one utterance became.
 type Result struct {
-	Text           string
-	Lang           string
+	Text string
+	Lang string
+	// LangP is whisper's probability of Lang among the wearer's languages
+	// when it was chosen per utterance (language auto), else 0.
+	LangP          float64
 	Confidence     float64 // geometric mean of the text tokens' probabilities; 0 when there were none
 	AudioDuration  time.Duration
 	ProcessingTime time.Duration
@@ -116,11 +131,14 @@ type Transcriber struct {
 	lang   string // "auto" or a whisper language code
 	header ggml.WhisperHeader
 	multi  bool // multilingual model
-	// autoIDs are whisper's ids of AutoLanguages when the language is
-	// detected per utterance (auto on a multilingual model), else nil.
+	// langs are the wearer's languages (Options.Languages); autoIDs their
+	// whisper ids when the language is chosen per utterance (auto on a
+	// multilingual model), else nil.
+	langs   []string
 	autoIDs []int
-	// lastLang is 1 + the index in AutoLanguages of the language the last
-	// utterance was detected in (0: none yet): the next is first decoded in it.
+	// lastLang is the index in langs of the language the last utterance
+	// was taken to be in (at first 0, the wearer's first language): the
+	// next is first decoded in it.
 	lastLang atomic.Int32
 	// run replaces the whisper call in unit tests of the packing; nil in use.
 	run func(ctx context.Context, params *whisper.Params, in []float32) ([]segment, error)
@@ -141,10 +159,13 @@ type wctx struct {
 	// params is its own allocation: cgo checks the whole object a pointer
 	// passed to C points into, and wctx holds Go pointers.
 	params *whisper.Params
-	abort  abortFlag
-	bias   hotBias   // Options.Hotwords in this context's tokens; zero when none
-	thread *osThread // runs every whisper compute call on ctx (thread.go)
-	passes int       // encoder passes of the last whisper_full on ctx
+	// prompts are the initial prompts of the wearer's languages (index as
+	// Transcriber.langs) under language auto, else nil (params holds it).
+	prompts []cPrompt
+	abort   abortFlag
+	bias    hotBias   // Options.Hotwords in this context's tokens; zero when none
+	thread  *osThread // runs every whisper compute call on ctx (thread.go)
+	passes  int       // encoder passes of the last whisper_full on ctx
 }
 
 // New checks and loads the model (once per context) and prepares the
@@ -162,11 +183,21 @@ func New(opts Options) (*Transcriber, error) {
 	if opts.SilenceRMS == 0 {
 		opts.SilenceRMS = DefaultSilenceRMS
 	}
+	if len(opts.Languages) == 0 {
+		opts.Languages = DefaultLanguages
+	}
+	if opts.SwitchP == 0 {
+		opts.SwitchP = DefaultSwitchP
+	}
+	if opts.SwitchP < 0.5 || opts.SwitchP > 1 {
+		return nil, fmt.Errorf("transcribe: language switch probability %g not in 0.5..1", opts.SwitchP)
+	}
 	if opts.InitialPrompt == "-" {
 		opts.InitialPrompt = ""
 	}
-	if terms := strings.Join(nonEmpty(opts.Terms), ", "); terms != "" {
-		opts.InitialPrompt = strings.TrimSpace(opts.InitialPrompt + " " + terms + ".")
+	opts.InitialPrompt = withTerms(opts.InitialPrompt, opts.Terms)
+	if opts.Beam < 0 || opts.Beam > 8 {
+		return nil, fmt.Errorf("transcribe: beam size %d not in 0..8", opts.Beam)
 	}
 	window, err := ParseWindow(string(opts.Window))
 	if err != nil {
@@ -185,7 +216,7 @@ func New(opts Options) (*Transcriber, error) {
 		return nil, err
 	}
 	routeNativeLogs(opts.Logger)
-	t := &Transcriber{opts: opts, log: opts.Logger, lang: lang, header: h, pool: make(chan *wctx, opts.Contexts), done: make(chan struct{})}
+	t := &Transcriber{opts: opts, log: opts.Logger, lang: lang, langs: opts.Languages, header: h, pool: make(chan *wctx, opts.Contexts), done: make(chan struct{})}
 	for i := 0; i < opts.Contexts; i++ {
 		w, err := t.newContext()
 		if err != nil {
@@ -197,13 +228,29 @@ func New(opts Options) (*Transcriber, error) {
 	}
 	t.multi = t.all[0].ctx.Whisper_is_multilingual() != 0
 	if t.lang == "auto" && t.multi {
-		for _, l := range AutoLanguages {
-			t.autoIDs = append(t.autoIDs, t.all[0].ctx.Whisper_lang_id(l))
+		ids, err := checkLanguages(t.langs, t.all[0].ctx.Whisper_lang_id)
+		if err != nil {
+			t.Close()
+			return nil, fmt.Errorf("transcribe: the wearer's languages: %w", err)
 		}
+		t.autoIDs = ids
 	}
-	t.log.Info("whisper model loaded", "model", opts.ModelPath, "language", lang,
+	t.log.Info("whisper model loaded", "model", opts.ModelPath, "language", lang, "languages", t.langs, "switch_p", opts.SwitchP,
 		"multilingual", t.multi, "contexts", opts.Contexts, "threads", opts.Threads, "window", opts.Window)
 	return t, nil
+}
+
+// withTerms is prompt with terms appended ("a, b, c.").
+func withTerms(prompt string, terms []string) string {
+	if list := strings.Join(nonEmpty(terms), ", "); list != "" {
+		return strings.TrimSpace(prompt + " " + list + ".")
+	}
+	return prompt
+}
+
+// promptFor is the initial prompt for an utterance decoded in lang.
+func (t *Transcriber) promptFor(lang string) string {
+	return withTerms(t.opts.InitialPrompt, t.opts.Vocabulary[lang])
 }
 
 func nonEmpty(list []string) []string {
@@ -237,7 +284,17 @@ func (t *Transcriber) newContext() (*wctx, error) {
 	if err != nil {
 		return nil, err
 	}
-	p := ctx.Whisper_full_default_params(whisper.SAMPLING_GREEDY)
+	strategy := whisper.SAMPLING_GREEDY
+	if t.opts.Beam > 1 {
+		strategy = whisper.SAMPLING_BEAM_SEARCH
+	}
+	p := ctx.Whisper_full_default_params(strategy)
+	if t.opts.Beam > 1 {
+		p.SetBeamSize(t.opts.Beam)
+	}
+	if t.opts.NoFallback {
+		p.SetTemperatureFallback(-1)
+	}
 	p.SetThreads(t.opts.Threads)
 	p.SetNoContext(true) // utterances are independent: no text carried between them
 	// Word times (where the name the keyword spotter heard ends, the
@@ -265,13 +322,25 @@ func (t *Transcriber) newContext() (*wctx, error) {
 		ctx.Whisper_free()
 		return nil, fmt.Errorf("transcribe: %w", err)
 	}
-	if t.opts.InitialPrompt != "" {
-		p.SetInitialPrompt(t.opts.InitialPrompt)
+	var prompts []cPrompt
+	fixed := t.lang
+	switch {
+	case t.lang == "auto" && ctx.Whisper_is_multilingual() != 0:
+		// a prompt per wearer's language, set on each call's copy of p
+		fixed = ""
+		for _, l := range t.langs {
+			prompts = append(prompts, newCPrompt(t.promptFor(l)))
+		}
+	case t.lang == "auto":
+		fixed = "en" // an English-only model
+	}
+	if prompt := t.promptFor(fixed); fixed != "" && prompt != "" {
+		p.SetInitialPrompt(prompt)
 	}
 	seqs := hotwordTokens(ctx, t.opts.Hotwords)
 	t.log.Debug("hotword bias", "hotwords", t.opts.Hotwords, "spellings", len(seqs), "bias", t.opts.HotwordBias)
 	bias := newHotBias(seqs, ctx.Whisper_token_eot(), t.opts.HotwordBias, hotwordCont*t.opts.HotwordBias)
-	return &wctx{ctx: ctx, params: &p, abort: newAbortFlag(), bias: bias, thread: startOSThread()}, nil
+	return &wctx{ctx: ctx, params: &p, prompts: prompts, abort: newAbortFlag(), bias: bias, thread: startOSThread()}, nil
 }
 
 // Close waits for calls in flight, then frees the whisper contexts. Later
@@ -290,6 +359,9 @@ func (t *Transcriber) Close() error {
 			w.thread.stop()
 			w.ctx.Whisper_free()
 			freePrompt(w.params)
+			for _, p := range w.prompts {
+				p.free()
+			}
 			w.abort.free()
 			w.bias.free()
 		}
@@ -349,8 +421,8 @@ func (t *Transcriber) transcribe(ctx context.Context, samples []float32, after f
 	var audioCtx int
 	if len(t.autoIDs) > 0 {
 		var lang int
-		segs, lang, audioCtx, err = t.decodeAuto(ctx, w, &params, in)
-		res.Lang = AutoLanguages[lang]
+		segs, lang, res.LangP, audioCtx, err = t.decodeAuto(ctx, w, &params, in)
+		res.Lang = t.langs[lang]
 	} else {
 		segs, audioCtx, err = t.decodeWindow(ctx, w, &params, in)
 	}
@@ -377,60 +449,55 @@ func (t *Transcriber) transcribe(ctx context.Context, samples []float32, after f
 	return res, nil
 }
 
-// decodeAuto decodes in on w in the language the last utterance was
-// detected in, then detects in's language over the encoder output that
+// decodeAuto decodes in on w in the language the last utterance was taken
+// to be in, then detects in's language over the encoder output that
 // decoding left in w's state (a decoder step, no second encoder pass), and
-// decodes again only when the two differ: a steady speaker costs one
-// encoder pass per utterance instead of detection's pass plus decoding's
-// (issue 24). The first utterance is detected first (its own pass).
-// Returns the segments, the index in AutoLanguages of their language and
-// the encoder window they were decoded in.
-func (t *Transcriber) decodeAuto(ctx context.Context, w *wctx, params *whisper.Params, in []float32) ([]segment, int, int, error) {
-	var audioCtx int
-	decodeIn := func(lang int) ([]segment, int, int, error) {
+// decodes again only when the decision (decide: the wearer's languages,
+// hysteresis) differs: a steady speaker costs one encoder pass per
+// utterance, as a fixed language does (issue 24). Returns the segments, the
+// index in t.langs of their language, whisper's probability of it among
+// t.langs, and the encoder window they were decoded in.
+func (t *Transcriber) decodeAuto(ctx context.Context, w *wctx, params *whisper.Params, in []float32) ([]segment, int, float64, int, error) {
+	lang := int(t.lastLang.Load())
+	decodeIn := func(lang int) ([]segment, int, error) {
 		if err := params.SetLanguage(t.autoIDs[lang]); err != nil {
-			return nil, lang, 0, err
+			return nil, 0, err
 		}
-		segs, n, err := t.decodeWindow(ctx, w, params, in)
-		audioCtx = n
-		return segs, lang, n, err
-	}
-	lang := int(t.lastLang.Load()) - 1
-	if lang < 0 {
-		// No utterance yet: a guess that is wrong costs a whole decoding in
-		// the wrong language (measured: Dutch decoded as English ran into
-		// temperature fallbacks, 3x the CPU), so detect first, as before.
-		var err error
-		if t.detectLang != nil { // unit tests of the packing
-			lang = t.detectLang(in)
-		} else if lang, _, err = t.detectOn(w, in); err != nil {
-			return nil, 0, 0, err
+		if lang < len(w.prompts) {
+			w.prompts[lang].set(params)
 		}
-		t.lastLang.Store(int32(lang + 1))
-		return decodeIn(lang)
+		return t.decodeWindow(ctx, w, params, in)
 	}
-	segs, _, _, err := decodeIn(lang)
+	segs, audioCtx, err := decodeIn(lang)
 	if err != nil {
-		return nil, lang, 0, err
+		return nil, lang, 0, 0, err
 	}
-	var found int
+	var probs []float64
 	if t.detectLang != nil { // unit tests of the packing
-		found = t.detectLang(in)
+		probs = onehot(t.detectLang(in), len(t.autoIDs))
 	} else {
-		var p float64
-		w.thread.do(func() { found, p, err = detectEncoded(w.ctx, t.opts.Threads, t.autoIDs) })
+		w.thread.do(func() { probs, err = detectEncoded(w.ctx, t.opts.Threads, t.autoIDs) })
 		if err != nil { // the text is decoded: keep it, in the language it was decoded in
 			t.log.Warn("language detection after decoding failed", "err", err)
-			return segs, lang, audioCtx, nil
+			return segs, lang, 0, audioCtx, nil
 		}
-		t.log.Debug("language detected on the decoded utterance", "decoded", AutoLanguages[lang],
-			"detected", AutoLanguages[found], "p", p)
 	}
+	found := decide(lang, probs, t.opts.SwitchP)
+	t.log.Debug("language of the decoded utterance", "decoded", t.langs[lang],
+		"taken", t.langs[found], "p", probs)
 	if found == lang {
-		return segs, lang, audioCtx, nil
+		return segs, lang, probs[lang], audioCtx, nil
 	}
-	t.lastLang.Store(int32(found + 1))
-	return decodeIn(found)
+	t.lastLang.Store(int32(found))
+	segs, audioCtx, err = decodeIn(found)
+	return segs, found, probs[found], audioCtx, err
+}
+
+// onehot is certainty of language i among n.
+func onehot(i, n int) []float64 {
+	p := make([]float64, n)
+	p[i] = 1
+	return p
 }
 
 // decodeWindow is decode in the encoder window Options.Window chooses for
@@ -459,10 +526,11 @@ func (t *Transcriber) decodeWindow(ctx context.Context, w *wctx, params *whisper
 	return segs, fullCtx, err
 }
 
-// detectOn runs whisper's language detection on w, on w's thread.
-func (t *Transcriber) detectOn(w *wctx, samples []float32) (i int, p float64, err error) {
-	w.thread.do(func() { i, p, err = detectLanguage(w.ctx, samples, t.opts.Threads, t.autoIDs) })
-	return i, p, err
+// detectOn runs whisper's language detection on w, on w's thread: the
+// probabilities of t.langs.
+func (t *Transcriber) detectOn(w *wctx, samples []float32) (probs []float64, err error) {
+	w.thread.do(func() { probs, err = detectLanguage(w.ctx, samples, t.opts.Threads, t.autoIDs) })
+	return probs, err
 }
 
 // trailingQuiet returns where in's trailing quiet begins: the end of its

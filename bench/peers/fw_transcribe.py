@@ -1,7 +1,9 @@
 """Transcribe files with faster-whisper: the peer of agorad in bench/.
 
 Greedy decoding (beam 1) on CPU, like agorad; one model load for all files.
-Writes "file<TAB>text" lines (file = base name) to --out, and the time spent
+Writes "file<TAB>text<TAB>language<TAB>probability" lines (file = base
+name; the probability faster-whisper gave the language, over all of
+whisper's when it detected it) to --out, and the time spent
 after the model load to stderr as "transcribe_seconds N".
 """
 
@@ -28,7 +30,7 @@ def main() -> int:
     for f in a.files:
         segs, info = model.transcribe(f, language=None if a.lang == "auto" else a.lang, beam_size=1)
         text = " ".join(s.text.strip() for s in segs).replace("\t", " ").replace("\n", " ")
-        out.write(f"{os.path.basename(f)}\t{text}\t{info.language}\n")
+        out.write(f"{os.path.basename(f)}\t{text}\t{info.language}\t{info.language_probability:.3f}\n")
     print(f"transcribe_seconds {time.monotonic() - start:.3f}", file=sys.stderr)
     if out is not sys.stdout:
         out.close()

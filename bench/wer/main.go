@@ -31,6 +31,9 @@ func main() {
 	perClip := flag.Bool("clips", false, "also print each clip that has errors")
 	joined := flag.Bool("joined", false, "each TSV holds the transcript of all clips in one file (manifest order, as bench/speechbench.sh concatenates them): score it against the references joined")
 	lang := flag.String("lang", "en", "language of the clips to score: en (by group) or another (all its clips, texts printed)")
+	prefix := flag.String("prefix", "", "with -lang other than en: score only the clips whose file name starts with this (bench/werbench.sh's real Dutch utterances: fg_)")
+	notPrefix := flag.String("not-prefix", "", "with -lang other than en: leave out the clips whose file name starts with this")
+	texts := flag.Bool("texts", true, "with -lang other than en: print every system's text for each clip")
 	flag.Parse()
 	clips, err := wer.ReadManifest(*manifest)
 	if err != nil {
@@ -44,7 +47,7 @@ func main() {
 	en := wer.English(clips)
 	var other []wer.Clip
 	for _, c := range clips {
-		if c.Language == *lang {
+		if c.Language == *lang && strings.HasPrefix(c.File, *prefix) && (*notPrefix == "" || !strings.HasPrefix(c.File, *notPrefix)) {
 			other = append(other, c)
 		}
 	}
@@ -75,7 +78,7 @@ func main() {
 		right, n := 0, 0
 		for file, ls := range s.labels {
 			c, ok := byFile[file]
-			if !ok {
+			if !ok || !strings.HasPrefix(file, *prefix) || (*notPrefix != "" && strings.HasPrefix(file, *notPrefix)) {
 				continue
 			}
 			n++
@@ -120,6 +123,9 @@ func main() {
 			fmt.Printf("| %s | %s | %s |\n", s.name, tl, labelsRight(s))
 		}
 		for _, c := range other {
+			if !*texts {
+				break
+			}
 			fmt.Printf("\n%s (reference: %q)\n", c.File, c.Transcript)
 			for _, s := range systems {
 				var ls []string

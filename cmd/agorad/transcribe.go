@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"time"
 
@@ -74,6 +75,7 @@ type utteranceJSON struct {
 	PadStartMS   int64     `json:"pad_start_ms"` // where the utterance's audio (pre-roll included) starts: words' and the spotter's times are from here
 	Text         string    `json:"text"`
 	Lang         string    `json:"lang"`
+	LangP        float64   `json:"lang_p,omitempty"` // whisper's probability of lang among the wearer's languages (language auto)
 	Confidence   float64   `json:"confidence"`
 	ProcessingMS int64     `json:"processing_ms"`
 	Split        bool      `json:"split,omitempty"`    // cut by the maximum utterance length
@@ -124,6 +126,16 @@ func wakeOf(m wake.Match) *wakeJSON {
 	return &wakeJSON{Action: m.Action, Remainder: m.Remainder, Before: m.Before}
 }
 
+// vocabularyFlag is transcribe.vocabulary as --vocabulary's value.
+func vocabularyFlag(v map[string]string) string {
+	var parts []string
+	for l, src := range v {
+		parts = append(parts, l+"="+src)
+	}
+	slices.Sort(parts)
+	return strings.Join(parts, ",")
+}
+
 // cmdTranscribe runs each file through the daemon's pipeline (decode,
 // segment with the Silero VAD, whisper, wake rules) and writes one JSON
 // object per utterance. A file that fails is reported on stderr and the
@@ -133,7 +145,13 @@ func cmdTranscribe(ctx context.Context, args []string, stdout, stderr io.Writer,
 	fs.SetOutput(stderr)
 	model := fs.String("model", defaultWhisperModel, "whisper model: catalog name (agorad model list) or path to a ggml .bin")
 	vadModel := fs.String("vad-model", "", "Silero VAD model: catalog name or path (default "+strings.Join(defaultVADModels, ", then ")+")")
-	lang := fs.String("lang", "auto", "language: nl, en or auto")
+	shipped := configs.Default().Transcribe
+	lang := fs.String("lang", shipped.Language, "language: nl, en or auto (as the daemon's transcribe.language; auto chooses among --languages)")
+	languages := fs.String("languages", strings.Join(shipped.Languages, ","), "the wearer's languages auto chooses among, the first assumed until another is heard (as transcribe.languages)")
+	langSwitch := fs.Float64("language-switch", shipped.LanguageSwitch, "whisper's probability another of --languages needs to take over from the one heard last (as transcribe.language_switch)")
+	vocabulary := fs.String("vocabulary", vocabularyFlag(shipped.Vocabulary), "terms added to the prompt per language, as transcribe.vocabulary: LANG=LIST[,LANG=LIST] (a built-in list such as inspection-nl, or a file); \"\" for none")
+	beam := fs.Int("beam", 0, "beam size (0 or 1: greedy, as the daemon decodes)")
+	fallback := fs.Bool("fallback", true, "whisper's temperature fallback (decode again hotter when the text looks broken), as the daemon")
 	threads := fs.Int("threads", 0, "whisper threads (0: all cores)")
 	prompt := fs.String("prompt", "", "initial prompt for whisper (default none)")
 	wakeBias := fs.Float64("wake-bias", wake.DefaultBias, "logit bias toward the wake word's tokens, as the daemon's wake.bias (0: off)")
@@ -168,6 +186,33 @@ func cmdTranscribe(ctx context.Context, args []string, stdout, stderr io.Writer,
 	if *threads < 0 {
 		fmt.Fprintf(stderr, "agorad transcribe: --threads %d: want 0 or more\n", *threads)
 		return exitUsage
+	}
+	if *langSwitch < 0.5 || *langSwitch > 1 {
+		fmt.Fprintf(stderr, "agorad transcribe: --language-switch %g: want 0.5..1\n", *langSwitch)
+		return exitUsage
+	}
+	vcfg := configs.Transcribe{Vocabulary: map[string]string{}}
+	for _, kv := range strings.Split(*vocabulary, ",") {
+		if kv = strings.TrimSpace(kv); kv == "" {
+			continue
+		}
+		l, src, ok := strings.Cut(kv, "=")
+		if !ok {
+			fmt.Fprintf(stderr, "agorad transcribe: --vocabulary %q: want LANG=LIST (e.g. nl=inspection-nl)\n", kv)
+			return exitUsage
+		}
+		vcfg.Vocabulary[strings.TrimSpace(l)] = strings.TrimSpace(src)
+	}
+	vocab, err := vcfg.VocabularyTerms()
+	if err != nil {
+		fmt.Fprintf(stderr, "agorad transcribe: --vocabulary: %v\n", err)
+		return exitUsage
+	}
+	var wearerLangs []string
+	for _, l := range strings.Split(*languages, ",") {
+		if l = strings.TrimSpace(l); l != "" {
+			wearerLangs = append(wearerLangs, l)
+		}
 	}
 	level := slog.LevelWarn
 	if *verbose {
@@ -208,7 +253,8 @@ func cmdTranscribe(ctx context.Context, args []string, stdout, stderr io.Writer,
 		}
 	}
 	// The transcriber first: it routes whisper/ggml logging (the VAD's too) to slog.
-	tr, err := p.Transcriber(transcribe.Options{ModelPath: whisperPath, Language: *lang, Threads: *threads, InitialPrompt: *prompt,
+	tr, err := p.Transcriber(transcribe.Options{ModelPath: whisperPath, Language: *lang, Languages: wearerLangs, SwitchP: *langSwitch,
+		Threads: *threads, InitialPrompt: *prompt, Terms: shipped.Contexts, Vocabulary: vocab, Beam: *beam, NoFallback: !*fallback,
 		Hotwords: wcfg.Hotwords(), HotwordBias: wcfg.Bias, Window: transcribe.Window(*window), WhisperWordTimes: *whisperTimes, Logger: logger})
 	if err != nil {
 		fmt.Fprintf(stderr, "agorad transcribe: %v\n", err)
@@ -314,6 +360,7 @@ func transcribeSource(ctx context.Context, file string, src audio.Source, det pr
 			PadStartMS:   u.PadStart * 1000 / audio.SampleRate,
 			Text:         res.Text,
 			Lang:         res.Lang,
+			LangP:        math.Round(res.LangP*1000) / 1000,
 			Confidence:   math.Round(res.Confidence*1000) / 1000,
 			ProcessingMS: res.ProcessingTime.Milliseconds(),
 			Split:        u.Split,

@@ -11,10 +11,12 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/agora/agorad/audio/testaudio"
+	"github.com/agora/agorad/configs"
 	"github.com/agora/agorad/transcribe"
 )
 
@@ -338,6 +340,57 @@ func TestTranscribePacked(t *testing.T) {
 	for i, l := range packed {
 		if l["text"] != texts[i] {
 			t.Errorf("line %d: %v, want text %q (order kept)", i, l, texts[i])
+		}
+	}
+}
+
+// TestTranscribeDecidesAsShipped: without language flags, agorad transcribe
+// gives whisper the shipped configuration's language settings (what a
+// benchmark of it measures is what the daemon does); the flags override
+// them, and bad ones are usage errors naming the flag.
+func TestTranscribeDecidesAsShipped(t *testing.T) {
+	a := writeWAV(t, filepath.Join(t.TempDir(), "a.wav"), tone(500))
+	shipped := configs.Default().Transcribe
+	wantVocab, err := shipped.VocabularyTerms()
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls := 0
+	p := &fakePipeline{calls: &calls}
+	var out, errOut bytes.Buffer
+	if code := cmdTranscribe(context.Background(), []string{a}, &out, &errOut, p); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	o := p.opts
+	if o.Language != shipped.Language || !reflect.DeepEqual(o.Languages, shipped.Languages) || o.SwitchP != shipped.LanguageSwitch ||
+		!reflect.DeepEqual(o.Terms, shipped.Contexts) || len(o.Vocabulary) != len(wantVocab) || o.Beam != 0 || o.NoFallback {
+		t.Errorf("options %+v: want the shipped language %q, languages %v, switch %g, contexts %v, vocabulary %v, greedy with fallback",
+			o, shipped.Language, shipped.Languages, shipped.LanguageSwitch, shipped.Contexts, wantVocab)
+	}
+	p = &fakePipeline{calls: &calls}
+	out.Reset()
+	errOut.Reset()
+	args := []string{"--languages", "nl, de", "--language-switch", "0.7", "--vocabulary", "nl=inspection-nl", "--beam", "2", a}
+	if code := cmdTranscribe(context.Background(), args, &out, &errOut, p); code != exitOK {
+		t.Fatalf("exit %d: %s", code, errOut.String())
+	}
+	if o := p.opts; !reflect.DeepEqual(o.Languages, []string{"nl", "de"}) || o.SwitchP != 0.7 || len(o.Vocabulary["nl"]) == 0 || o.Beam != 2 {
+		t.Errorf("options %+v: want languages [nl de], switch 0.7, the inspection list for nl, beam 2", o)
+	}
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--language-switch", "0.3", a}, "--language-switch 0.3: want 0.5..1"},
+		{[]string{"--vocabulary", "nl", a}, `--vocabulary "nl": want LANG=LIST`},
+		{[]string{"--vocabulary", "nl=/nowhere/terms.txt", a}, "--vocabulary: transcribe.vocabulary.nl: open /nowhere/terms.txt"},
+	} {
+		calls := 0
+		out.Reset()
+		errOut.Reset()
+		code := cmdTranscribe(context.Background(), c.args, &out, &errOut, &fakePipeline{calls: &calls})
+		if code != exitUsage || !strings.Contains(errOut.String(), c.want) || calls != 0 {
+			t.Errorf("%v: exit %d, stderr %q, %d calls; want 2 and %q", c.args, code, errOut.String(), calls, c.want)
 		}
 	}
 }

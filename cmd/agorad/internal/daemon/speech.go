@@ -168,9 +168,14 @@ func (sp *speech) loadWhisper() error {
 	}
 	sp.model = filepath.Base(path)
 	rules := sp.cfg.Wake.Rules()
+	vocab, err := sp.cfg.Transcribe.VocabularyTerms()
+	if err != nil {
+		return err
+	}
 	w, err := transcribe.New(transcribe.Options{
-		ModelPath: path, Language: sp.cfg.Transcribe.Language, Threads: sp.cfg.Transcribe.Threads,
-		InitialPrompt: sp.cfg.Transcribe.InitialPrompt, Terms: sp.cfg.Transcribe.Contexts,
+		ModelPath: path, Language: sp.cfg.Transcribe.Language, Languages: sp.cfg.Transcribe.Languages,
+		SwitchP: sp.cfg.Transcribe.LanguageSwitch, Threads: sp.cfg.Transcribe.Threads,
+		InitialPrompt: sp.cfg.Transcribe.InitialPrompt, Terms: sp.cfg.Transcribe.Contexts, Vocabulary: vocab,
 		Hotwords: rules.Hotwords(), HotwordBias: rules.Bias, Window: transcribe.Window(sp.cfg.Transcribe.Window),
 		Logger: sp.log.With("component", "whisper"),
 	})
