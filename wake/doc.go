@@ -89,4 +89,9 @@
 //     the name wake alone.
 //
 // Rules are immutable after New and safe for concurrent use.
+//
+// Files: config.go the wake words and their checks; wake.go the matcher
+// (Rules.Match); tokens.go the words as the matcher sees them (folding,
+// sound keys, edit distance); listenwords.go the switch back; glued.go,
+// heard.go, tail.go and fuse.go what the spotter adds.
 package wake

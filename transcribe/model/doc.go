@@ -12,4 +12,8 @@
 // so a recorded sha256 identifies it); quantized weights (q8_0, q4_0) are
 // the bytes ggml's reference quantizer writes for the same values, as
 // whisper.cpp's quantize tool does.
+//
+// Import's files: import.go the CTranslate2 → whisper conversion
+// (hyper-parameters, checks, tensor names), ctranslate2.go the reader,
+// ggmlwriter.go the ggml file writer, quantize.go the block quantizers.
 package model

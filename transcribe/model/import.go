@@ -3,14 +3,12 @@ package model
 import (
 	"bufio"
 	"crypto/sha256"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -403,164 +401,4 @@ func writeTensors(wr *whisperWriter, m *ct2Model, h ggml.WhisperHeader) (int, er
 		}
 	}
 	return n, nil
-}
-
-// whisperWriter writes the little-endian ggml records; the first error
-// sticks.
-type whisperWriter struct {
-	w   io.Writer
-	typ string
-	err error
-	buf []byte
-}
-
-func (w *whisperWriter) bytes(b []byte) {
-	if w.err == nil {
-		_, w.err = w.w.Write(b)
-	}
-}
-
-func (w *whisperWriter) ints(v ...int32) {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], uint32(x))
-	}
-	w.bytes(b)
-}
-
-func (w *whisperWriter) floats(v []float32) {
-	b := make([]byte, 4*len(v))
-	for i, x := range v {
-		binary.LittleEndian.PutUint32(b[4*i:], math.Float32bits(x))
-	}
-	w.bytes(b)
-}
-
-// tensorType is the ggml type whisper.cpp's loader expects for a tensor:
-// vectors, the conv biases and the positional embeddings stay f32; the conv
-// kernels are f16 unless the whole file is f32 (ggml's convolution has no
-// quantized kernel); every other matrix has the file's weight type, as
-// whisper.cpp's quantize tool chooses.
-func tensorType(name string, rank int, typ string) int32 {
-	switch {
-	case rank < 2, strings.HasSuffix(name, "conv1.bias"), strings.HasSuffix(name, "conv2.bias"),
-		strings.HasSuffix(name, "positional_embedding"), typ == TypeF32:
-		return ggmlF32
-	case rank == 3, typ == TypeF16:
-		return ggmlF16
-	case typ == TypeQ4_0:
-		return ggmlQ4_0
-	}
-	return ggmlQ8_0
-}
-
-// tensor writes one tensor record: dims (innermost first, as ggml counts
-// them), name, type, data.
-func (w *whisperWriter) tensor(name string, shape []int, data []float32) error {
-	if name == "encoder.conv1.bias" || name == "encoder.conv2.bias" {
-		shape = []int{shape[0], 1} // whisper.cpp keeps these as [n_state, 1]
-	}
-	ttype := tensorType(name, len(shape), w.typ)
-	w.ints(int32(len(shape)), int32(len(name)), ttype)
-	for i := len(shape) - 1; i >= 0; i-- {
-		w.ints(int32(shape[i]))
-	}
-	w.bytes([]byte(name))
-	switch ttype {
-	case ggmlF32:
-		w.floats(data)
-	case ggmlF16:
-		b := w.scratch(2 * len(data))
-		for i, x := range data {
-			binary.LittleEndian.PutUint16(b[2*i:], floatToHalf(x))
-		}
-		w.bytes(b)
-	case ggmlQ8_0:
-		if shape[len(shape)-1]%32 != 0 {
-			return fmt.Errorf("rows of %d values do not split into q8_0 blocks of 32", shape[len(shape)-1])
-		}
-		w.bytes(quantizeQ8_0(data, w.scratch(len(data)/32*34)))
-	case ggmlQ4_0:
-		if shape[len(shape)-1]%32 != 0 {
-			return fmt.Errorf("rows of %d values do not split into q4_0 blocks of 32", shape[len(shape)-1])
-		}
-		w.bytes(quantizeQ4_0(data, w.scratch(len(data)/32*18)))
-	}
-	return w.err
-}
-
-func (w *whisperWriter) scratch(n int) []byte {
-	if cap(w.buf) < n {
-		w.buf = make([]byte, n)
-	}
-	return w.buf[:n]
-}
-
-// quantizeQ8_0 packs blocks of 32 values as ggml's reference quantizer
-// does: an f16 scale d = max|x|/127, then round(x/d) as int8.
-func quantizeQ8_0(x []float32, out []byte) []byte {
-	for blk := 0; blk < len(x)/32; blk++ {
-		v := x[blk*32 : blk*32+32]
-		var amax float32
-		for _, f := range v {
-			if a := float32(math.Abs(float64(f))); a > amax {
-				amax = a
-			}
-		}
-		d := amax / 127
-		var id float32
-		if d != 0 {
-			id = 1 / d
-		}
-		o := out[blk*34:]
-		binary.LittleEndian.PutUint16(o, floatToHalf(d))
-		for j, f := range v {
-			o[2+j] = byte(int8(math.Round(float64(f * id))))
-		}
-	}
-	return out
-}
-
-// quantizeQ4_0 packs blocks of 32 values bit for bit as ggml's reference
-// quantizer (ggml-quants.c: quantize_row_q4_0_ref) does: the scale d is the
-// block's value of largest magnitude, sign kept, divided by -8 (stored as
-// f16); each value becomes min(15, trunc(x/d + 8.5)) in single precision,
-// value j in the low nibble of byte j and value j+16 in its high nibble.
-func quantizeQ4_0(x []float32, out []byte) []byte {
-	for blk := 0; blk < len(x)/32; blk++ {
-		v := x[blk*32 : blk*32+32]
-		var amax, max float32
-		for _, f := range v {
-			if a := float32(math.Abs(float64(f))); amax < a {
-				amax, max = a, f
-			}
-		}
-		d := max / -8
-		var id float32
-		if d != 0 {
-			id = 1 / d
-		}
-		o := out[blk*18:]
-		binary.LittleEndian.PutUint16(o, floatToHalf(d))
-		q := func(f float32) byte {
-			// float32(...) rounds the product before the add, as C does:
-			// Go may otherwise fuse the two into one FMA.
-			return byte(min(15, int8(float32(f*id)+8.5)))
-		}
-		for j := 0; j < 16; j++ {
-			o[2+j] = q(v[j]) | q(v[16+j])<<4
-		}
-	}
-	return out
-}
-
-type countWriter struct {
-	w io.Writer
-	n int64
-}
-
-func (c *countWriter) Write(p []byte) (int, error) {
-	n, err := c.w.Write(p)
-	c.n += int64(n)
-	return n, err
 }
