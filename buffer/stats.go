@@ -66,12 +66,13 @@ func (s *Store) Stats() (Stats, error) {
 		Refused:        maps.Clone(s.refused),
 		LastError:      s.lastErr,
 		LastErrorAt:    s.lastErrAt,
-		SyncFailures:   s.syncFailures,
-		SyncFailing:    s.syncFailing,
 	}
 	floor := s.listenFloor
 	closed := s.closed
 	s.mu.Unlock()
+	s.syncMu.Lock()
+	st.SyncFailures, st.SyncFailing = s.syncFailures, s.syncFailing
+	s.syncMu.Unlock()
 	if closed {
 		return st, fmt.Errorf("store stats: %w", ErrClosed)
 	}

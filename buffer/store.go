@@ -7,146 +7,18 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/dgraph-io/badger/v4"
 	"github.com/dgraph-io/badger/v4/options"
-	"github.com/google/uuid"
 	"golang.org/x/sync/errgroup"
 )
 
 // SchemaVersion is the key layout this package writes. Open refuses a state
 // directory written by a newer version rather than misreading it.
 const SchemaVersion = 1
-
-// Sync policies (Options.Sync).
-const (
-	SyncAlways   = "always"   // fsync before every write is acknowledged (default)
-	SyncInterval = "interval" // fsync every SyncInterval; a power cut loses up to one interval
-	SyncNone     = "none"     // leave it to the OS; a power cut loses whatever was in the page cache
-)
-
-// Audio retention policies (Options.AudioRetention).
-const (
-	RetainDrop = "drop" // journaled audio is removed when its text is stored (default)
-	RetainKeep = "keep" // journaled audio is kept (and evicted first when a cap is reached)
-)
-
-// CheckSync is the one check of a sync policy name (Options.Sync and the
-// configuration's storage.sync).
-func CheckSync(policy string) error {
-	switch policy {
-	case SyncAlways, SyncInterval, SyncNone:
-		return nil
-	}
-	return fmt.Errorf("%q is not one of always, interval, none", policy)
-}
-
-// CheckAudioRetention is the one check of an audio retention policy name
-// (Options.AudioRetention and the configuration's storage.audio_retention).
-func CheckAudioRetention(policy string) error {
-	switch policy {
-	case RetainDrop, RetainKeep:
-		return nil
-	}
-	return fmt.Errorf("%q is not one of drop, keep", policy)
-}
-
-var (
-	// ErrFull is returned (wrapped with what was refused) when a storage cap
-	// is reached. Nothing already stored is touched.
-	ErrFull = errors.New("storage cap reached")
-	// ErrDiskFull is returned (wrapped, naming the state directory) when the
-	// file system has too little free space left for a safe write.
-	ErrDiskFull = errors.New("disk full")
-	// ErrClosed is returned by operations on a closed Store.
-	ErrClosed = errors.New("store closed")
-)
-
-// Options tune the store. The zero value is usable: sizes for a small device,
-// Sync "always", audio retention "drop", no caps.
-type Options struct {
-	MaxBytes int64 // cap on stored bytes (keys+values of listen, outbox, journal, retained audio); 0 = none
-	MaxItems int   // cap on stored items (listen records + outbox entries + pending audio clips); 0 = none
-
-	Sync         string        // SyncAlways (default), SyncInterval or SyncNone
-	SyncInterval time.Duration // period of the background fsync for SyncInterval; default 200ms
-
-	AudioRetention string // RetainDrop (default) or RetainKeep
-
-	// ReserveBytes is free disk space left to Badger for memtable flushes,
-	// compactions and new files. Badger writes through mmap'd sparse files, so
-	// running the file system out of space inside Badger would be a SIGBUS,
-	// not an error (measured: SIGBUS in compaction's table writer on a full
-	// tmpfs); writes are refused with ErrDiskFull before that. Default:
-	// 4*MemTableSize + 8 MiB (memtable flushes plus an L0->L1 compaction).
-	ReserveBytes int64
-
-	MemTableSize     int64         // default 4 MiB
-	ValueLogFileSize int64         // default 16 MiB (also the largest single value, e.g. a batch)
-	BlockCacheSize   int64         // default 8 MiB
-	IndexCacheSize   int64         // default 4 MiB
-	GCInterval       time.Duration // value-log GC period; default 10m; negative disables
-
-	// EncryptionKey (16, 24 or 32 bytes: AES-128/192/256) encrypts the
-	// whole store at rest with Badger's encryption: tables, value log
-	// (journaled audio included) and write-ahead log. nil: not encrypted.
-	// A store is opened with the key it was created with (see Rekey).
-	EncryptionKey []byte
-
-	Logger *slog.Logger // nil means slog.Default()
-}
-
-func (o Options) withDefaults() (Options, error) {
-	if o.Sync == "" {
-		o.Sync = SyncAlways
-	}
-	if err := CheckSync(o.Sync); err != nil {
-		return o, fmt.Errorf("option sync: %w", err)
-	}
-	if o.SyncInterval <= 0 {
-		o.SyncInterval = 200 * time.Millisecond
-	}
-	if o.AudioRetention == "" {
-		o.AudioRetention = RetainDrop
-	}
-	if err := CheckAudioRetention(o.AudioRetention); err != nil {
-		return o, fmt.Errorf("option audio retention: %w", err)
-	}
-	if o.MaxBytes < 0 || o.MaxItems < 0 {
-		return o, fmt.Errorf("option caps: max bytes %d and max items %d must not be negative", o.MaxBytes, o.MaxItems)
-	}
-	if o.MemTableSize <= 0 {
-		o.MemTableSize = 4 << 20
-	}
-	if o.ValueLogFileSize <= 0 {
-		o.ValueLogFileSize = 16 << 20
-	}
-	if o.BlockCacheSize <= 0 {
-		o.BlockCacheSize = 8 << 20
-	}
-	if o.IndexCacheSize <= 0 {
-		o.IndexCacheSize = 4 << 20
-	}
-	if o.ReserveBytes <= 0 {
-		o.ReserveBytes = 4*o.MemTableSize + 8<<20
-	}
-	switch len(o.EncryptionKey) {
-	case 0, 16, 24, 32:
-	default:
-		return o, fmt.Errorf("option encryption key: %d bytes, want 16, 24 or 32 (AES-128/192/256)", len(o.EncryptionKey))
-	}
-	if o.GCInterval == 0 {
-		o.GCInterval = 10 * time.Minute
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	return o, nil
-}
 
 // Store is the durable store. All methods are safe for concurrent use;
 // writes are serialised (the sequence counter is assigned inside each write
@@ -191,7 +63,9 @@ type Store struct {
 	// syncFailures counts failed periodic fsyncs (policy "interval");
 	// syncFailing is the last one's error until a sync succeeds again:
 	// while it is set, what was accepted since the last good sync is not
-	// yet safe from a power cut (Stats, status, the metric).
+	// yet safe from a power cut (Stats, status, the metric). Under syncMu
+	// (never s.mu: Close holds it while the sync goroutine ends).
+	syncMu       sync.Mutex
 	syncFailures int64
 	syncFailing  string
 
@@ -208,61 +82,6 @@ type Store struct {
 	minInodes uint64
 	// testHookFlushHazard runs first in flushHazard (closebounded.go).
 	testHookFlushHazard func() error
-}
-
-// Key layout (see docs/storage.md).
-var (
-	keySchema  = []byte("m/schema")
-	keyStoreID = []byte("m/store_id")
-	// keyVlogDamaged marks a store whose value log held an unreadable
-	// value. Badger's value-log GC reads a file up to its first bad entry
-	// and then deletes the whole file, so GC stays off for such a store
-	// (for good: the bad bytes stay in the file) until it is salvaged.
-	keyVlogDamaged = []byte("m/vlog_damaged")
-	keyMode        = []byte("s/mode")
-	keySeq         = []byte("s/seq")
-	keyListenFloor = []byte("s/lfloor")
-	prefixListen   = []byte("l/")
-	prefixOutbox   = []byte("o/")
-	prefixControl  = []byte("o/0/")
-	prefixData     = []byte("o/1/")
-	prefixIndex    = []byte("i/")
-	prefixJournal  = []byte("j/")
-	prefixRetained = []byte("a/")
-)
-
-func be8(v uint64) []byte {
-	var b [8]byte
-	binary.BigEndian.PutUint64(b[:], v)
-	return b[:]
-}
-
-func listenKey(seq uint64) []byte { return append([]byte("l/"), be8(seq)...) }
-
-func outboxKey(lane Lane, seq uint64) []byte {
-	return append([]byte{'o', '/', '0' + byte(lane), '/'}, be8(seq)...)
-}
-
-func indexKey(id string) []byte    { return append([]byte("i/"), id...) }
-func journalKey(id string) []byte  { return append([]byte("j/"), id...) }
-func retainedKey(id string) []byte { return append([]byte("a/"), id...) }
-
-// newID is the ID of every record, outbox entry and journaled utterance:
-// a UUIDv7, so IDs sort by creation time.
-func newID() (string, error) {
-	id, err := uuid.NewV7()
-	if err != nil {
-		return "", fmt.Errorf("new id: %w", err)
-	}
-	return id.String(), nil
-}
-
-// seqOfKey reads the big-endian sequence at the end of a listen or outbox key.
-func seqOfKey(k []byte) uint64 {
-	if len(k) < 8 {
-		return 0
-	}
-	return binary.BigEndian.Uint64(k[len(k)-8:])
 }
 
 // Open opens (or creates) the store in dir.
@@ -614,95 +433,4 @@ func (s *Store) noteErr(what string, err error) {
 	s.lastErr = fmt.Sprintf("%s: %v", what, err)
 	s.lastErrAt = time.Now()
 	s.logFailure(what, err) // failurelog.go: once per episode
-}
-
-// noteSync records a periodic fsync's outcome: a failure is counted, kept
-// as the store's last error and logged once per episode (failurelog.go),
-// and shown by Stats until a sync succeeds again.
-func (s *Store) noteSync(err error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if err == nil {
-		s.syncFailing = ""
-		return
-	}
-	s.syncFailures++
-	s.syncFailing = s.classify(err).Error()
-	s.noteErr("periodic fsync", err)
-}
-
-// every runs fn every d until ctx ends.
-func every(ctx context.Context, d time.Duration, fn func()) {
-	t := time.NewTicker(d)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			fn()
-		}
-	}
-}
-
-// syncOnce is the periodic fsync of sync policy "interval".
-func (s *Store) syncOnce() {
-	committed := s.committed.Load()
-	synced, err := func() (bool, error) {
-		s.dbMu.RLock()
-		defer s.dbMu.RUnlock()
-		if s.db == nil {
-			return false, nil
-		}
-		return true, s.db.Sync()
-	}()
-	if !synced {
-		return
-	}
-	s.noteSync(err)
-	if err != nil {
-		return
-	}
-	// Everything committed before the sync is durable now.
-	s.identMu.Lock()
-	defer s.identMu.Unlock()
-	if s.ident != nil && s.ident.f != nil { // not closed
-		if err := s.ident.advance(committed); err != nil {
-			s.log.Warn("record sequence high-water mark", "err", err)
-		}
-	}
-}
-
-// RunGC reclaims value-log space held by deleted audio and batches.
-func (s *Store) RunGC() {
-	s.dbMu.RLock()
-	defer s.dbMu.RUnlock()
-	if s.db == nil || s.vlogDamaged.Load() {
-		return // see keyVlogDamaged
-	}
-	for s.checkSpace(0) == nil && s.db.RunValueLogGC(0.5) == nil {
-	}
-}
-
-// diskUsage is the space Badger's files take on disk (allocated blocks:
-// value-log files are preallocated sparse).
-func diskUsage(dir string) (lsm, vlog int64) {
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return 0, 0
-	}
-	for _, e := range entries {
-		info, err := e.Info()
-		if err != nil {
-			continue
-		}
-		n := allocated(info)
-		switch filepath.Ext(e.Name()) {
-		case ".vlog":
-			vlog += n
-		default:
-			lsm += n
-		}
-	}
-	return lsm, vlog
 }
