@@ -93,6 +93,7 @@ type Segment struct {
 	PostPad        Duration `yaml:"post_pad"`
 	MaxUtterance   Duration `yaml:"max_utterance"`
 	SpeculateAfter Duration `yaml:"speculate_after"`
+	CompleteWait   Duration `yaml:"complete_wait"`
 }
 
 // Wearer is the level gate that keeps the headset wearer's speech and
