@@ -31,6 +31,9 @@ import (
 	"github.com/agora/agorad/transcribe/turnend"
 )
 
+// verbose logs every preview's text and decision (-v).
+var verbose bool
+
 // clip is one padded recording of a split.
 type clip struct {
 	name    string
@@ -49,7 +52,26 @@ func punctOnly(text string) bool {
 	return t != "" && !strings.HasSuffix(t, "...") && !strings.HasSuffix(t, "…") && strings.ContainsAny(t[len(t)-1:], ".?!")
 }
 
-var rules = []rule{{"punctuation", punctOnly}, {"turnend.Complete", turnend.Complete}}
+// question is the narrowest rule: a complete question only.
+func question(text string) bool {
+	return turnend.Complete(text) && strings.HasSuffix(strings.TrimSpace(text), "?")
+}
+
+var rules = []rule{{"punctuation", punctOnly}, {"turnend.Complete", turnend.Complete}, {"complete question", question}}
+
+// ruleNames selects rules (-rules).
+func pickRules(names string) []rule {
+	if names == "" {
+		return rules
+	}
+	var out []rule
+	for _, r := range rules {
+		if strings.Contains(","+names+",", ","+r.name+",") {
+			out = append(out, r)
+		}
+	}
+	return out
+}
 
 // texts caches whisper's text per clip and preview: the same preview
 // recurs under every rule and short wait.
@@ -98,10 +120,15 @@ func earlyClip(det *vad.Detector, cfg segment.Config, short time.Duration, c cli
 			continue
 		}
 		asked[k] = true
-		if done(tx.of(c, p)) {
+		text := tx.of(c, p)
+		if done(text) {
 			if _, ok := seg.EndNow(k.pad, k.start, k.end, short); ok {
 				utts, lastEarly = utts+1, true
 			}
+		}
+		if verbose {
+			fmt.Fprintf(os.Stderr, "%s %v preview %.2f-%.2f s: %q ended %v\n", c.name, short,
+				float64(k.start)/audio.SampleRate, float64(k.end)/audio.SampleRate, text, done(text))
 		}
 	}
 	if us := seg.Flush(); len(us) > 0 {
@@ -135,7 +162,7 @@ func padClip(name string, s []float32, w *transcribe.Transcriber) clip {
 
 // earlyTables prints, per language and split, the hangover alone against
 // each rule at each short wait.
-func earlyTables(det *vad.Detector, sets map[string][2][]clip, order []string, shorts []time.Duration) {
+func earlyTables(det *vad.Detector, sets map[string][2][]clip, order []string, shorts []time.Duration, rules []rule) {
 	cfg := segment.DefaultConfig()
 	tx := texts{}
 	fmt.Printf("\nearly end of a turn (issue 47): hangover %v, short waits %v; dev = odd clips, test = even clips\n", cfg.MinSilence, shorts)

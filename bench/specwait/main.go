@@ -124,6 +124,9 @@ func main() {
 	afters := flag.String("after", "250ms,400ms,600ms,800ms", "silences after which the speculative run starts")
 	early := flag.String("early", "", "short waits to try for the early end of a complete turn (issue 47), e.g. 300ms,400ms; needs -model")
 	dutch := flag.String("dutch", "", "with -early: a folder of real Dutch, metadata.psv (id|transcript) and id.wav")
+	flag.BoolVar(&verbose, "v", false, "with -early: log each preview's text and decision")
+	ruleNames := flag.String("rules", "", "with -early: the rules to try, comma-separated (punctuation, turnend.Complete, complete question; empty: all)")
+	only := flag.String("only", "", "with -early: only these clips (comma-separated names without extension)")
 	dutchOnly := flag.Bool("dutch-only", false, "with -early -dutch: skip the English clips")
 	dutchModel := flag.String("dutch-model", "models/ggml-base-q8_0.bin", "with -dutch: the multilingual whisper model")
 	flag.Parse()
@@ -206,7 +209,25 @@ func main() {
 			sets[name] = halves
 			order = append(order, name)
 		}
-		earlyTables(det, sets, order, shorts)
+		if *only != "" {
+			keep := map[string]bool{}
+			for _, n := range strings.Split(*only, ",") {
+				keep[strings.TrimSpace(n)] = true
+			}
+			for name, halves := range sets {
+				for i := range halves {
+					var kept []clip
+					for _, c := range halves[i] {
+						if keep[strings.TrimSuffix(filepath.Base(c.name), ".wav")] {
+							kept = append(kept, c)
+						}
+					}
+					halves[i] = kept
+				}
+				sets[name] = halves
+			}
+		}
+		earlyTables(det, sets, order, shorts, pickRules(*ruleNames))
 		return
 	}
 
