@@ -94,6 +94,7 @@ type Segment struct {
 	MaxUtterance   Duration `yaml:"max_utterance"`
 	SpeculateAfter Duration `yaml:"speculate_after"`
 	CompleteWait   Duration `yaml:"complete_wait"`
+	CompleteRule   string   `yaml:"complete_rule"`
 }
 
 // Wearer is the level gate that keeps the headset wearer's speech and

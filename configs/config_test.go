@@ -271,6 +271,8 @@ func TestValidationNamesField(t *testing.T) {
 			c.Segment.SpeculateAfter, c.Segment.CompleteWait = Duration(600*time.Millisecond), Duration(400*time.Millisecond)
 		}, "segment.complete_wait:"},
 		{"complete wait without speculation", func(c *Config) { c.Segment.SpeculateAfter = 0 }, "segment.complete_wait:"},
+		{"complete rule unknown", func(c *Config) { c.Segment.CompleteRule = "maybe" }, "segment.complete_rule:"},
+		{"complete rule sentence", func(c *Config) { c.Segment.CompleteRule = "sentence" }, ""},
 		{"max bytes tiny", func(c *Config) { c.Storage.MaxBytes = 1000 }, "storage.max_bytes:"},
 		{"max bytes none", func(c *Config) { c.Storage.MaxBytes = 0 }, ""},
 		{"sync", func(c *Config) { c.Storage.Sync = "sometimes" }, "storage.sync:"},

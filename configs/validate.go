@@ -125,6 +125,8 @@ func (c *Config) Validate() error {
 		switch {
 		case cw < s.PostPad || cw >= s.Hangover:
 			bad("segment.complete_wait", "%s not in segment.post_pad (%s) .. segment.hangover (%s), or 0 (off)", cw, s.PostPad, s.Hangover)
+		case s.CompleteRule != "question" && s.CompleteRule != "sentence":
+			bad("segment.complete_rule", "%q is not question or sentence", s.CompleteRule)
 		case s.SpeculateAfter == 0 || s.SpeculateAfter > cw:
 			bad("segment.complete_wait", "%s needs segment.speculate_after in segment.post_pad .. %s (it is %s): the turn ends early on the speculative transcript", cw, cw, s.SpeculateAfter)
 		}

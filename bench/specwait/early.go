@@ -52,12 +52,7 @@ func punctOnly(text string) bool {
 	return t != "" && !strings.HasSuffix(t, "...") && !strings.HasSuffix(t, "…") && strings.ContainsAny(t[len(t)-1:], ".?!")
 }
 
-// question is the narrowest rule: a complete question only.
-func question(text string) bool {
-	return turnend.Complete(text) && strings.HasSuffix(strings.TrimSpace(text), "?")
-}
-
-var rules = []rule{{"punctuation", punctOnly}, {"turnend.Complete", turnend.Complete}, {"complete question", question}}
+var rules = []rule{{"punctuation", punctOnly}, {"turnend.Complete", turnend.Complete}, {"complete question", turnend.Question}}
 
 // ruleNames selects rules (-rules).
 func pickRules(names string) []rule {

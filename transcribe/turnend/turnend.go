@@ -51,3 +51,23 @@ func Complete(text string) bool {
 	last := strings.ToLower(strings.TrimFunc(fields[len(fields)-1], func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }))
 	return last != "" && !unfinished[last]
 }
+
+// Question reports whether text is a complete question: Complete and
+// ending with a question mark. Narrower than Complete: a pause after a
+// phrase whisper closes with a full stop ("And so my fellow Americans.",
+// "Niet super.") does not end the turn.
+func Question(text string) bool {
+	return Complete(text) && strings.HasSuffix(strings.TrimSpace(text), "?")
+}
+
+// Rule returns the test of a rule name (configs' segment.complete_rule):
+// "question" or "sentence"; nil for any other name.
+func Rule(name string) func(string) bool {
+	switch name {
+	case "question":
+		return Question
+	case "sentence":
+		return Complete
+	}
+	return nil
+}

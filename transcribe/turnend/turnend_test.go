@@ -30,3 +30,29 @@ func TestComplete(t *testing.T) {
 		}
 	}
 }
+
+func TestQuestionAndRule(t *testing.T) {
+	for _, c := range []struct {
+		text     string
+		question bool
+	}{
+		{"Agora, is this railing high enough?", true},
+		{"Is de balk nog goed? ", true},
+		{"And so my fellow Americans.", false},
+		{"Niet super.", false},
+		{"is the crack wider than the?", false},
+	} {
+		if got := Question(c.text); got != c.question {
+			t.Errorf("Question(%q) = %v, want %v", c.text, got, c.question)
+		}
+		if got := Rule("question")(c.text); got != c.question {
+			t.Errorf("Rule(question)(%q) = %v, want %v", c.text, got, c.question)
+		}
+		if got, want := Rule("sentence")(c.text), Complete(c.text); got != want {
+			t.Errorf("Rule(sentence)(%q) = %v, want Complete's %v", c.text, got, want)
+		}
+	}
+	if Rule("maybe") != nil {
+		t.Error("Rule(maybe) is not nil")
+	}
+}

@@ -166,7 +166,7 @@ func (sp *speech) specResult(j job) (transcribe.Result, *kws.Hit, bool) {
 
 // endComplete ends the turn before the hangover (issue 47) when the
 // speculative transcript of the utterance in progress is complete
-// (transcribe/turnend) and segment.complete_wait of silence followed it:
+// (transcribe/turnend, by segment.complete_rule) and segment.complete_wait of silence followed it:
 // the utterance is the one the run transcribed, so its job takes that
 // result. An unfinished text, a failed run or one still going keeps the
 // hangover (the run is polled again on the next chunk).
@@ -183,7 +183,8 @@ func (sp *speech) endComplete(seg *segment.Segmenter) (segment.Utterance, bool) 
 	}
 	run.mu.Lock()
 	text := run.res.Text
-	complete := run.state == specFinished && run.err == nil && run.res.Rejected == "" && turnend.Complete(text)
+	rule := turnend.Rule(sp.cfg.Segment.CompleteRule) // validated: question or sentence
+	complete := run.state == specFinished && run.err == nil && run.res.Rejected == "" && rule != nil && rule(text)
 	run.mu.Unlock()
 	if !complete {
 		return segment.Utterance{}, false
