@@ -253,7 +253,10 @@ pcm.!default {
 			ends[name] = e.Add(-t) // the last sample of speech, not of the file
 		}
 	}
-	return stages(ag.Log(), names[1:], ends)
+	log := ag.Log()
+	// How many turns ended before the hangover (segment.complete_wait).
+	fmt.Printf("turns ended early (complete_wait): %d\n", strings.Count(log, "turn ended early"))
+	return stages(log, names[1:], ends)
 }
 
 // render writes text spoken by espeak-ng as 16 kHz S16_LE mono raw and
