@@ -103,6 +103,8 @@ type Segment struct {
 	PostPad        Duration `yaml:"post_pad"`
 	MaxUtterance   Duration `yaml:"max_utterance"`
 	SpeculateAfter Duration `yaml:"speculate_after"`
+	CompleteWait   Duration `yaml:"complete_wait"`
+	CompleteRule   string   `yaml:"complete_rule"`
 }
 
 // Wearer is the level gate that keeps the headset wearer's speech and

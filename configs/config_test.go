@@ -272,7 +272,16 @@ func TestValidationNamesField(t *testing.T) {
 		{"wearer off", func(c *Config) { c.Wearer.Enabled = false }, ""},
 		{"speculate after the turn", func(c *Config) { c.Segment.SpeculateAfter = c.Segment.Hangover }, "segment.speculate_after:"},
 		{"speculate inside the padding", func(c *Config) { c.Segment.SpeculateAfter = Duration(100 * time.Millisecond) }, "segment.speculate_after:"},
-		{"speculate off", func(c *Config) { c.Segment.SpeculateAfter = 0 }, ""},
+		{"speculate off", func(c *Config) { c.Segment.SpeculateAfter, c.Segment.CompleteWait = 0, 0 }, ""},
+		{"complete wait off", func(c *Config) { c.Segment.CompleteWait = 0 }, ""},
+		{"complete wait at the hangover", func(c *Config) { c.Segment.CompleteWait = c.Segment.Hangover }, "segment.complete_wait:"},
+		{"complete wait inside the padding", func(c *Config) { c.Segment.CompleteWait = Duration(100 * time.Millisecond) }, "segment.complete_wait:"},
+		{"complete wait before the speculation", func(c *Config) {
+			c.Segment.SpeculateAfter, c.Segment.CompleteWait = Duration(600*time.Millisecond), Duration(400*time.Millisecond)
+		}, "segment.complete_wait:"},
+		{"complete wait without speculation", func(c *Config) { c.Segment.SpeculateAfter = 0 }, "segment.complete_wait:"},
+		{"complete rule unknown", func(c *Config) { c.Segment.CompleteRule = "maybe" }, "segment.complete_rule:"},
+		{"complete rule sentence", func(c *Config) { c.Segment.CompleteRule = "sentence" }, ""},
 		{"max bytes tiny", func(c *Config) { c.Storage.MaxBytes = 1000 }, "storage.max_bytes:"},
 		{"max bytes none", func(c *Config) { c.Storage.MaxBytes = 0 }, ""},
 		{"sync", func(c *Config) { c.Storage.Sync = "sometimes" }, "storage.sync:"},

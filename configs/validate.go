@@ -134,6 +134,18 @@ func (c *Config) Validate() error {
 	if sa := s.SpeculateAfter; sa != 0 && (sa < s.PostPad || sa >= s.Hangover) {
 		bad("segment.speculate_after", "%s not in segment.post_pad (%s) .. segment.hangover (%s), or 0 (off)", sa, s.PostPad, s.Hangover)
 	}
+	// The early end needs the speculative text by then: speculation must
+	// start no later than the short wait.
+	if cw := s.CompleteWait; cw != 0 {
+		switch {
+		case cw < s.PostPad || cw >= s.Hangover:
+			bad("segment.complete_wait", "%s not in segment.post_pad (%s) .. segment.hangover (%s), or 0 (off)", cw, s.PostPad, s.Hangover)
+		case s.CompleteRule != "question" && s.CompleteRule != "sentence":
+			bad("segment.complete_rule", "%q is not question or sentence", s.CompleteRule)
+		case s.SpeculateAfter == 0 || s.SpeculateAfter > cw:
+			bad("segment.complete_wait", "%s needs segment.speculate_after in segment.post_pad .. %s (it is %s): the turn ends early on the speculative transcript", cw, cw, s.SpeculateAfter)
+		}
+	}
 	if s.MinSpeech.D() >= s.MaxUtterance.D() && s.MaxUtterance.D() > 0 {
 		bad("segment.min_speech", "%s is not shorter than segment.max_utterance (%s)", s.MinSpeech, s.MaxUtterance)
 	}

@@ -38,3 +38,22 @@ func (s *Segmenter) tentative(after time.Duration) bool {
 	need := max(int64(after)*audio.SampleRate/int64(time.Second), s.postPad)
 	return silence >= need && silence < s.minSilence && s.lastSpeech-s.speechStart >= s.minSpeech
 }
+
+// EndNow ends the utterance previewed under key (padStart, speechStart,
+// speechEnd) after `after` of silence, before MinSilence: the caller knows
+// from the preview's text that the turn is over (issue 47: a complete
+// sentence ends after a short wait). It returns exactly the utterance
+// Tentative previewed, as Push would have after MinSilence, and the
+// segmenter goes on from there as after any utterance. ok is false (and
+// nothing changes) when that preview is no longer current: the speaker
+// went on, or it was already returned.
+func (s *Segmenter) EndNow(padStart, speechStart, speechEnd int64, after time.Duration) (u Utterance, ok bool) {
+	if !s.tentative(after) || s.padStart != padStart || s.speechStart != speechStart || s.lastSpeech != speechEnd {
+		return Utterance{}, false
+	}
+	us := s.finish()
+	if len(us) != 1 {
+		return Utterance{}, false // cannot happen: tentative checked MinSpeech
+	}
+	return us[0], true
+}

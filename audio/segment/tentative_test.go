@@ -86,3 +86,50 @@ func TestTentativeMatchesEmitted(t *testing.T) {
 		})
 	}
 }
+
+// EndNow ends the previewed utterance early, exactly as previewed; a stale
+// key (the speaker went on) changes nothing; the next utterance follows as
+// after any other.
+func TestEndNow(t *testing.T) {
+	s, err := New(&fakeVAD{}, hangover600())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stream := script(quiet(20), speech(30), quiet(14), speech(20), quiet(40))
+	after := 300 * time.Millisecond
+	var out []Utterance
+	var ended []Utterance
+	var stale uttKey
+	for i := 0; i < len(stream); i += W {
+		off := int64(i)
+		u, err := s.Push(audio.Chunk{Samples: stream[i : i+W], Offset: off, Time: t0.Add(samplesDur(off))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		out = append(out, u...)
+		if _, _, _, ok := s.TentativeKey(after); ok && len(ended) == 0 {
+			p, _ := s.Tentative(after)
+			if _, ok := s.EndNow(p.PadStart+1, p.SpeechStart, p.SpeechEnd, after); ok {
+				t.Fatal("EndNow ended an utterance under a key that is not the preview's")
+			}
+			e, ok := s.EndNow(p.PadStart, p.SpeechStart, p.SpeechEnd, after)
+			if !ok || !reflect.DeepEqual(e, p) {
+				t.Fatalf("EndNow = %+v %v, want the preview %+v", keyOf(e), ok, keyOf(p))
+			}
+			stale = keyOf(p)
+			ended = append(ended, e)
+			if _, ok := s.EndNow(stale.pad, stale.start, stale.end, after); ok {
+				t.Fatal("EndNow returned the same utterance twice")
+			}
+		}
+	}
+	if len(ended) != 1 || len(out) != 1 {
+		t.Fatalf("ended early %d, emitted %d: want the first ended early and the second emitted", len(ended), len(out))
+	}
+	if out[0].SpeechStart <= ended[0].SpeechEnd {
+		t.Errorf("second utterance starts at %d, inside the first (ends %d)", out[0].SpeechStart, ended[0].SpeechEnd)
+	}
+	if st := s.Stats(); st.Utterances != 2 {
+		t.Errorf("stats count %d utterances, want 2", st.Utterances)
+	}
+}

@@ -2,7 +2,9 @@
 // every part real: the built agorad hearing a paced microphone (ALSA's file
 // plugin reading a FIFO that ../shared/paced-mic.py feeds at real time),
 // real whisper weights, mosquitto, the built agora-bridge and the reference
-// graph (its echo answer, thinking 0 ms and 500 ms by REFGRAPH_DELAY_MS).
+// graph (its echo answer, thinking 0 ms and 500 ms by REFGRAPH_DELAY_MS, or
+// written like a language model's with -stream-tps). -complete-wait 0 gives
+// every turn the hangover (the early end of a complete turn off).
 //
 // Each turn is one spoken question in feedback mode; the next is spoken once
 // the answer was spoken. Every stage is timed from the wall-clock end of the
@@ -66,7 +68,16 @@ func main() {
 	vadModel := flag.String("vad", "../shared/models/for-tests-silero-v6.2.0-ggml.bin", "Silero VAD model")
 	feeder := flag.String("feeder", "../shared/paced-mic.py", "paced microphone feeder")
 	speculate := flag.Duration("speculate-after", -1, "segment.speculate_after (-1: the default)")
+	completeWait := flag.Duration("complete-wait", -1, "segment.complete_wait (-1: the default; 0: every turn waits the hangover)")
+	streamTPS := flag.Float64("stream-tps", 0, "the graph writes its answer at this many words a second (REFGRAPH_STREAM_TPS; 0: at once)")
+	firstToken := flag.Duration("first-token", 300*time.Millisecond, "with -stream-tps: the graph's first-word delay")
+	answerWords := flag.String("answer-words", "40-80", "with -stream-tps: the answers' length in words, MIN-MAX")
 	flag.Parse()
+	var graphEnv []string
+	if *streamTPS > 0 {
+		graphEnv = []string{fmt.Sprintf("REFGRAPH_STREAM_TPS=%g", *streamTPS), fmt.Sprintf("REFGRAPH_FIRST_TOKEN_MS=%d", firstToken.Milliseconds()),
+			"REFGRAPH_ANSWER_WORDS=" + *answerWords}
+	}
 	root, _ := os.Getwd()
 	for _, f := range []*string{model, agorad, bridge, vadModel, feeder} {
 		abs, err := filepath.Abs(*f)
@@ -76,13 +87,14 @@ func main() {
 		*f = abs
 	}
 	load0 := loadavg()
-	fmt.Printf("%d turns per delay, model %s (%s), load average at start %s\n", *n, filepath.Base(*model), *lang, load0)
+	fmt.Printf("%d turns per delay, model %s (%s), complete_wait %v (-1: default), graph %v, load average at start %s\n",
+		*n, filepath.Base(*model), *lang, *completeWait, graphEnv, load0)
 	for _, ds := range strings.Split(*delays, ",") {
 		d, err := time.ParseDuration(strings.TrimSpace(ds))
 		if err != nil {
 			fail("-delays: %v", err)
 		}
-		res, err := round(root, d, *n, *model, *lang, *voice, *agorad, *bridge, *vadModel, *feeder, *speculate)
+		res, err := round(root, d, *n, *model, *lang, *voice, *agorad, *bridge, *vadModel, *feeder, *speculate, *completeWait, graphEnv)
 		if err != nil {
 			fail("graph %v: %v", d, err)
 		}
@@ -113,7 +125,7 @@ func loadavg() string {
 
 // round runs n turns against a graph thinking delay; it returns each stage's
 // times from the end of speech.
-func round(root string, delay time.Duration, n int, model, lang, voice, agoradBin, bridgeBin, vadModel, feederPy string, speculate time.Duration) (map[string][]time.Duration, error) {
+func round(root string, delay time.Duration, n int, model, lang, voice, agoradBin, bridgeBin, vadModel, feederPy string, speculate, completeWait time.Duration, graphEnv []string) (map[string][]time.Duration, error) {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "convbench-")
 	if err != nil {
@@ -131,7 +143,8 @@ func round(root string, delay time.Duration, n int, model, lang, voice, agoradBi
 		return nil, err
 	}
 	defer broker.Stop()
-	g, err := fleetsim.StartRefGraph(ctx, root, "REFGRAPH_DB="+filepath.Join(dir, "cp.sqlite"), fmt.Sprintf("REFGRAPH_DELAY_MS=%d", delay.Milliseconds()))
+	env := append([]string{"REFGRAPH_DB=" + filepath.Join(dir, "cp.sqlite"), fmt.Sprintf("REFGRAPH_DELAY_MS=%d", delay.Milliseconds())}, graphEnv...)
+	g, err := fleetsim.StartRefGraph(ctx, root, env...)
 	if err != nil {
 		return nil, err
 	}
@@ -191,6 +204,9 @@ pcm.!default {
 	if speculate >= 0 {
 		cfg.Segment.SpeculateAfter = configs.Duration(speculate)
 	}
+	if completeWait >= 0 {
+		cfg.Segment.CompleteWait = configs.Duration(completeWait)
+	}
 	yb, err := yaml.Marshal(cfg)
 	if err != nil {
 		return nil, err
@@ -237,7 +253,10 @@ pcm.!default {
 			ends[name] = e.Add(-t) // the last sample of speech, not of the file
 		}
 	}
-	return stages(ag.Log(), names[1:], ends)
+	log := ag.Log()
+	// How many turns ended before the hangover (segment.complete_wait).
+	fmt.Printf("turns ended early (complete_wait): %d\n", strings.Count(log, "turn ended early"))
+	return stages(log, names[1:], ends)
 }
 
 // render writes text spoken by espeak-ng as 16 kHz S16_LE mono raw and

@@ -122,6 +122,13 @@ func main() {
 	threads := flag.Int("threads", 2, "whisper threads")
 	hangovers := flag.String("hangover", "0.6s,0.8s,1s,1.2s", "turn-ending silences to try")
 	afters := flag.String("after", "250ms,400ms,600ms,800ms", "silences after which the speculative run starts")
+	early := flag.String("early", "", "short waits to try for the early end of a complete turn (issue 47), e.g. 300ms,400ms; needs -model")
+	dutch := flag.String("dutch", "", "with -early: a folder of real Dutch, metadata.psv (id|transcript) and id.wav")
+	flag.BoolVar(&verbose, "v", false, "with -early: log each preview's text and decision")
+	ruleNames := flag.String("rules", "", "with -early: the rules to try, comma-separated (punctuation, turnend.Complete, complete question; empty: all)")
+	only := flag.String("only", "", "with -early: only these clips (comma-separated names without extension)")
+	dutchOnly := flag.Bool("dutch-only", false, "with -early -dutch: skip the English clips")
+	dutchModel := flag.String("dutch-model", "models/ggml-base-q8_0.bin", "with -dutch: the multilingual whisper model")
 	flag.Parse()
 	hs, err := durations(*hangovers)
 	if err != nil {
@@ -143,7 +150,7 @@ func main() {
 	defer det.Close()
 	var w *transcribe.Transcriber
 	if *model != "" {
-		if w, err = transcribe.New(transcribe.Options{ModelPath: *model, Language: "en", Threads: *threads,
+		if w, err = transcribe.New(transcribe.Options{ModelPath: *model, Language: "en", Threads: *threads, Window: transcribe.WindowSteps,
 			Logger: slog.New(slog.DiscardHandler)}); err != nil {
 			fail("%v", err)
 		}
@@ -161,6 +168,68 @@ func main() {
 		speech += float64(len(s)) / audio.SampleRate
 	}
 	fmt.Printf("%d English clips, %.1f min of audio; Silero VAD, segment defaults but for the hangover\n\n", len(clips), speech/60)
+	if *early != "" {
+		shorts, err := durations(*early)
+		if err != nil {
+			fail("-early: %v", err)
+		}
+		if w == nil {
+			fail("-early needs -model (the preview's text decides)")
+		}
+		sets := map[string][2][]clip{}
+		var en [2][]clip
+		for i, c := range clips {
+			en[i%2] = append(en[i%2], clip{name: c.File, samples: audios[i], w: w})
+		}
+		sets["English (tiny.en)"] = en
+		order := []string{"English (tiny.en)"}
+		if *dutchOnly {
+			order = nil
+		}
+		if *dutch != "" {
+			nl, err := transcribe.New(transcribe.Options{ModelPath: *dutchModel, Language: "nl", Threads: *threads, Window: transcribe.WindowSteps,
+				Logger: slog.New(slog.DiscardHandler)})
+			if err != nil {
+				fail("%v", err)
+			}
+			defer nl.Close()
+			ids, err := readPSV(filepath.Join(*dutch, "metadata.psv"))
+			if err != nil {
+				fail("%v", err)
+			}
+			var halves [2][]clip
+			for i, id := range ids {
+				s, err := audio.ReadFile(filepath.Join(*dutch, id+".wav"))
+				if err != nil {
+					fail("%v", err)
+				}
+				halves[i%2] = append(halves[i%2], padClip(id, s, nl))
+			}
+			name := "Dutch (" + filepath.Base(*dutchModel) + ")"
+			sets[name] = halves
+			order = append(order, name)
+		}
+		if *only != "" {
+			keep := map[string]bool{}
+			for _, n := range strings.Split(*only, ",") {
+				keep[strings.TrimSpace(n)] = true
+			}
+			for name, halves := range sets {
+				for i := range halves {
+					var kept []clip
+					for _, c := range halves[i] {
+						if keep[strings.TrimSuffix(filepath.Base(c.name), ".wav")] {
+							kept = append(kept, c)
+						}
+					}
+					halves[i] = kept
+				}
+				sets[name] = halves
+			}
+		}
+		earlyTables(det, sets, order, shorts, pickRules(*ruleNames))
+		return
+	}
 
 	fmt.Println("| hangover | clips cut in two or more | jfk (fw_jfk.wav) utterances | clips cut |")
 	fmt.Println("|---|---|---|---|")

@@ -33,7 +33,7 @@ from langgraph.graph import END, START, StateGraph
 from langgraph.graph.state import CompiledStateGraph
 from langgraph.types import Checkpointer, Overwrite
 
-from .model import EchoChatModel
+from .model import EchoChatModel, WritingEchoChatModel
 from .state import AgentState
 
 log = logging.getLogger(__name__)
@@ -56,10 +56,21 @@ class RejectedError(ValueError):
 
 
 @dataclass(frozen=True)
+class Writing:
+    """The echo model writing like a language model (README: REFGRAPH_STREAM_TPS)."""
+
+    tokens_per_s: float = 30.0
+    first_token_s: float = 0.3
+    words_min: int = 40
+    words_max: int = 80
+
+
+@dataclass(frozen=True)
 class Settings:
     delay_s: float = 0.0
     reject_marker: str = DEFAULT_REJECT_MARKER
     idempotent: bool = True
+    writing: Writing | None = None  # None: the echo model answers at once
 
 
 @dataclass
@@ -170,7 +181,14 @@ async def _emit_text(text: str, config: RunnableConfig) -> None:
 
 def build_graph(settings: Settings | None = None) -> StateGraph:
     s = settings or Settings()
-    model = EchoChatModel()
+    w = s.writing
+    model: EchoChatModel = (
+        WritingEchoChatModel(
+            tokens_per_s=w.tokens_per_s, first_token_s=w.first_token_s, words_min=w.words_min, words_max=w.words_max
+        )
+        if w
+        else EchoChatModel()
+    )
 
     def check_reject(inc: Incoming) -> None:
         texts = [inc.text, *(n["text"] for n in inc.notes)]
@@ -283,6 +301,8 @@ def build_graph(settings: Settings | None = None) -> StateGraph:
         prompt.append(HumanMessage(content=inc.text))
         answer = await model.ainvoke(prompt)
         written, spoken = answer.text, to_spoken(answer.text)
+        if w:  # the whole written answer is speakable (its first line), so a device speaks all of it
+            spoken = to_spoken(answer.text, limit=len(answer.text))
         if m := LONG_MARKER.search(inc.text):
             written = spoken = long_answer(int(m.group(1)))
             answer = AIMessage(content=written, id=answer.id)

@@ -7,7 +7,7 @@ import asyncio
 import logging
 import os
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,7 @@ from langchain_core.runnables import RunnableConfig
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.graph.state import CompiledStateGraph
 
-from .graph import DEFAULT_REJECT_MARKER, RUN_ID_KEY, Settings, compile_graph
+from .graph import DEFAULT_REJECT_MARKER, RUN_ID_KEY, Settings, Writing, compile_graph
 
 log = logging.getLogger("agora_refgraph")
 
@@ -82,7 +82,7 @@ class RunIdAgent(LangGraphAgent):
         await task
 
 
-def settings_from_env(env: dict[str, str] | None = None) -> Settings:
+def settings_from_env(env: Mapping[str, str] | None = None) -> Settings:
     e = os.environ if env is None else env
     try:
         delay_ms = float(e.get("REFGRAPH_DELAY_MS", "0") or 0)
@@ -97,7 +97,42 @@ def settings_from_env(env: dict[str, str] | None = None) -> Settings:
         delay_s=delay_ms / 1000,
         reject_marker=e.get("REFGRAPH_REJECT_MARKER", DEFAULT_REJECT_MARKER),
         idempotent=idem in ("1", "true"),
+        writing=writing_from_env(e),
     )
+
+
+def _number(e: Mapping[str, str], name: str, default: str) -> float:
+    raw = e.get(name, default) or default
+    try:
+        value = float(raw)
+    except ValueError as exc:
+        raise SystemExit(f"{name}={raw!r}: not a number") from exc
+    if value < 0 or value != value or value == float("inf"):
+        raise SystemExit(f"{name}={raw!r}: must be a finite number >= 0")
+    return value
+
+
+def writing_from_env(e: Mapping[str, str]) -> Writing | None:
+    """REFGRAPH_STREAM_TPS > 0 makes the echo model write like a language
+    model: REFGRAPH_FIRST_TOKEN_MS before the first word, then that many
+    words a second, answers of REFGRAPH_ANSWER_WORDS ("MIN-MAX") words."""
+    tps = _number(e, "REFGRAPH_STREAM_TPS", "0")
+    if tps == 0:
+        return None
+    if tps > 10000:
+        raise SystemExit(f"REFGRAPH_STREAM_TPS={tps}: at most 10000")
+    first_ms = _number(e, "REFGRAPH_FIRST_TOKEN_MS", "300")
+    if first_ms > 600_000:
+        raise SystemExit(f"REFGRAPH_FIRST_TOKEN_MS={first_ms}: at most 600000")
+    raw = e.get("REFGRAPH_ANSWER_WORDS", "40-80") or "40-80"
+    lo, sep, hi = raw.partition("-")
+    try:
+        words_min, words_max = int(lo), int(hi if sep else lo)
+    except ValueError as exc:
+        raise SystemExit(f"REFGRAPH_ANSWER_WORDS={raw!r}: want MIN-MAX words, e.g. 40-80") from exc
+    if not 1 <= words_min <= words_max <= 100_000:
+        raise SystemExit(f"REFGRAPH_ANSWER_WORDS={raw!r}: want 1 <= MIN <= MAX <= 100000")
+    return Writing(tokens_per_s=tps, first_token_s=first_ms / 1000, words_min=words_min, words_max=words_max)
 
 
 # Leaf checkpoints: no other checkpoint of the thread has them as parent. The
@@ -198,8 +233,21 @@ def main(argv: list[str] | None = None) -> None:
         "--db", default=os.environ.get("REFGRAPH_DB", DEFAULT_DB), help="checkpoint sqlite file (env REFGRAPH_DB)"
     )
     p.add_argument("--log-level", default=os.environ.get("REFGRAPH_LOG_LEVEL", "warning"))
+    p.add_argument(
+        "--stream-tps", help="write answers at this many words a second (env REFGRAPH_STREAM_TPS; 0: at once)"
+    )
+    p.add_argument("--first-token-ms", help="delay before the first written word (env REFGRAPH_FIRST_TOKEN_MS, 300)")
+    p.add_argument("--answer-words", help="written answers' length MIN-MAX words (env REFGRAPH_ANSWER_WORDS, 40-80)")
     args = p.parse_args(argv)
+    env = dict(os.environ)
+    for flag, name in (
+        (args.stream_tps, "REFGRAPH_STREAM_TPS"),
+        (args.first_token_ms, "REFGRAPH_FIRST_TOKEN_MS"),
+        (args.answer_words, "REFGRAPH_ANSWER_WORDS"),
+    ):
+        if flag is not None:
+            env[name] = flag
     logging.basicConfig(level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    app = create_app(args.db, settings_from_env())
+    app = create_app(args.db, settings_from_env(env))
     # uvicorn stops gracefully on SIGTERM/SIGINT.
     uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level, access_log=False)

@@ -421,3 +421,14 @@ def test_long_marker_answers_with_size_bytes_all_spoken(size: int) -> None:
 def test_without_long_marker_spoken_is_short() -> None:
     _, state = Thread().run(graph_input("m1", "Vertel alles [refgraph:long:x]", "feedback"))
     assert len(state["final_spoken"]) <= 160
+
+
+def test_pad_answer_length_and_ending() -> None:
+    from agora_refgraph.model import answer_words, pad_answer
+
+    for words in (3, 40, 57, 80):
+        text = pad_answer("You said: hello there", words)
+        assert len(text.split()) == max(words, 4), text
+        assert text.endswith("."), text
+    n = answer_words("is this railing high enough", 40, 80)
+    assert 40 <= n <= 80 and n == answer_words("is this railing high enough", 40, 80)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import httpx
+import pytest
 
 from .conftest import Server, final_state, post_run, run_input, streamed_text
 
@@ -184,3 +186,54 @@ def test_delay_switch(switched_server: Server) -> None:
     events = post_run(srv.url, run_input("dev-9", "m1", "slow"))
     assert time.monotonic() - start >= 0.4
     assert types(events)[-1] == "RUN_FINISHED"
+
+
+def test_writing_model_streams_at_the_configured_rate(module_servers: Any) -> None:
+    """REFGRAPH_STREAM_TPS: the answer arrives word by word, the first after
+    about the first-token delay, then at the configured rate, and the
+    streamed text is the final answer, spoken whole."""
+    srv = module_servers(REFGRAPH_STREAM_TPS="20", REFGRAPH_FIRST_TOKEN_MS="300", REFGRAPH_ANSWER_WORDS="40-60")
+    body = run_input("writer-1", "m-writer-1", "is this railing high enough")
+    began = time.monotonic()
+    arrivals: list[tuple[float, dict[str, Any]]] = []
+    with httpx.stream("POST", srv.url, json=body, headers={"Accept": "text/event-stream"}, timeout=30) as resp:
+        resp.raise_for_status()
+        for line in resp.iter_lines():
+            if line.startswith("data: "):
+                arrivals.append((time.monotonic() - began, json.loads(line[len("data: ") :])))
+    events = [e for _, e in arrivals]
+    assert events[-1]["type"] == "RUN_FINISHED", [e["type"] for e in events]
+    content = [(t, e) for t, e in arrivals if e["type"] == "TEXT_MESSAGE_CONTENT"]
+    words = len(streamed_text(events).split())
+    assert 40 <= words <= 60, streamed_text(events)
+    assert len(content) == words, "one event per written word"
+    first, last = content[0][0], content[-1][0]
+    assert first >= 0.3, f"first word after {first:.3f} s, before the 300 ms first-token delay"
+    # words-1 intervals at 20 words/s; generous above for a loaded machine,
+    # strict below: the answer must not arrive at once.
+    spread = last - first
+    assert spread >= 0.9 * (words - 1) / 20, f"{words} words over {spread:.2f} s: faster than 20/s"
+    assert spread <= 3 * (words - 1) / 20 + 2, f"{words} words over {spread:.2f} s: far slower than 20/s"
+    state = final_state(events)
+    assert streamed_text(events) == state["final_written"]
+    assert state["final_written"].startswith("You said: is this railing high enough.")
+    assert state["final_spoken"] == state["final_written"], "the whole written answer is speakable"
+    assert state["answered"] is True
+
+
+def test_writing_switches_are_validated() -> None:
+    from agora_refgraph.server import settings_from_env
+
+    assert settings_from_env({}).writing is None
+    w = settings_from_env({"REFGRAPH_STREAM_TPS": "30"}).writing
+    assert w is not None and (w.tokens_per_s, w.first_token_s, w.words_min, w.words_max) == (30, 0.3, 40, 80)
+    for env in (
+        {"REFGRAPH_STREAM_TPS": "fast"},
+        {"REFGRAPH_STREAM_TPS": "-1"},
+        {"REFGRAPH_STREAM_TPS": "30", "REFGRAPH_FIRST_TOKEN_MS": "nan"},
+        {"REFGRAPH_STREAM_TPS": "30", "REFGRAPH_ANSWER_WORDS": "80-40"},
+        {"REFGRAPH_STREAM_TPS": "30", "REFGRAPH_ANSWER_WORDS": "0-10"},
+        {"REFGRAPH_STREAM_TPS": "30", "REFGRAPH_ANSWER_WORDS": "many"},
+    ):
+        with pytest.raises(SystemExit, match="REFGRAPH_"):
+            settings_from_env(env)

@@ -185,6 +185,9 @@ func (sp *speech) captureLoop(ctx context.Context, kind inputKind) error {
 			lastLevels = c.Time
 		}
 		sp.speculate(ctx, seg, gate)
+		if u, ok := sp.endComplete(seg); ok {
+			sp.keepWearers(ctx, gate, []segment.Utterance{u}, source)
+		}
 		sp.noteSegStats(seg.Stats(), &last)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/agora/agorad/audio/segment"
 	"github.com/agora/agorad/audio/wearer"
 	"github.com/agora/agorad/transcribe"
+	"github.com/agora/agorad/transcribe/turnend"
 	"github.com/agora/agorad/wake/kws"
 )
 
@@ -161,4 +162,36 @@ func (sp *speech) specResult(j job) (transcribe.Result, *kws.Hit, bool) {
 	}
 	sp.specMet.Used()
 	return run.res, run.hit, true
+}
+
+// endComplete ends the turn before the hangover (issue 47) when the
+// speculative transcript of the utterance in progress is complete
+// (transcribe/turnend, by segment.complete_rule) and segment.complete_wait of silence followed it:
+// the utterance is the one the run transcribed, so its job takes that
+// result. An unfinished text, a failed run or one still going keeps the
+// hangover (the run is polled again on the next chunk).
+func (sp *speech) endComplete(seg *segment.Segmenter) (segment.Utterance, bool) {
+	wait := sp.cfg.Segment.CompleteWait.D()
+	if wait <= 0 {
+		return segment.Utterance{}, false
+	}
+	sp.specMu.Lock()
+	run := sp.spec
+	sp.specMu.Unlock()
+	if run == nil {
+		return segment.Utterance{}, false
+	}
+	run.mu.Lock()
+	text := run.res.Text
+	rule := turnend.Rule(sp.cfg.Segment.CompleteRule) // validated: question or sentence
+	complete := run.state == specFinished && run.err == nil && run.res.Rejected == "" && rule != nil && rule(text)
+	run.mu.Unlock()
+	if !complete {
+		return segment.Utterance{}, false
+	}
+	u, ok := seg.EndNow(run.key.pad, run.key.start, run.key.end, wait)
+	if ok {
+		sp.log.Debug("turn ended early: the speculative transcript is complete", "text", text, "wait", wait)
+	}
+	return u, ok
 }

@@ -122,6 +122,9 @@ func TestSpeculativeTranscription(t *testing.T) {
 			cfg := replyConfig(t, broker.URL())
 			cfg.Input.Source = "default" // replaced by src
 			cfg.Input.HandsFree = true
+			// Speculation inside the hangover: the early end of a complete
+			// turn (TestTurnEndsWhenTheSentenceEnds) is off here.
+			cfg.Segment.CompleteWait = 0
 			if tc.after >= 0 {
 				cfg.Segment.SpeculateAfter = configs.Duration(tc.after)
 			}

@@ -96,6 +96,7 @@ func TestTurnTimeline(t *testing.T) {
 			cfg.Models.Whisper = model
 			cfg.Sounds.Enabled, cfg.Sounds.Device = true, "default"
 			cfg.Replies.ThinkingAfter = configs.Duration(thinkingAfter)
+			cfg.Segment.CompleteWait = 0 // the stages after the hangover; the early end: TestTurnEndsWhenTheSentenceEnds
 			be := newBackend(t, broker, cfg.DeviceID)
 			src := &pacedSource{speaking: func() bool { return false }}
 			d, stop := runDaemon(t, Options{Config: cfg,
