@@ -71,8 +71,16 @@ var (
 	// her."), with the tail heard again and listen words by their sound
 	// (before: base 5 and 6 in two runs, "Adore at least.", "I love hot
 	// looser."; whisper's words vary a little from run to run).
-	minSpotHits    = map[string]int{"tiny.en": 6, "base": 12}
-	maxWrongAction = map[string]int{"tiny.en": 1, "base": 3}
+	//
+	// Issue 45 part 6 (listen words said, not guessed) lowered base's
+	// floors: "Luster" (for "luister") and "Adore at least and" (for
+	// "Agora listen") no longer switch back on their sound alone, only when
+	// the second hearing writes the listen word. Measured since: base 12
+	// and 11 of 15, 3 and 4 with the wrong action (two runs). A known
+	// regression, traded for 41 of 48 short questions no longer taken for
+	// the listen words; the floors are that measure, not a target.
+	minSpotHits    = map[string]int{"tiny.en": 6, "base": 11}
+	maxWrongAction = map[string]int{"tiny.en": 1, "base": 4}
 )
 
 // realRun transcribes samples through the pipeline and returns its output.
