@@ -33,6 +33,7 @@ func cmdResetSeq(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "agora-bridge reset-seq: --device: %v\n", err)
 		return exitUsage
 	}
+	var store interface{ ResetSeq(device string) error }
 	switch {
 	case *natsURL != "":
 		js, err := bridge.ConnectJetStream(bridge.JetStreamOptions{URL: *natsURL, Partitions: *partitions})
@@ -41,11 +42,7 @@ func cmdResetSeq(args []string, stdout, stderr io.Writer) int {
 			return exitFailed
 		}
 		defer js.Close()
-		if err := js.Store().ResetSeq(*device); err != nil {
-			fmt.Fprintf(stderr, "agora-bridge: %v\n", err)
-			return exitFailed
-		}
-		fmt.Fprintf(stdout, "sequence record of %s cleared\n", *device)
+		store = js.Store()
 	case *stateDir != "":
 		bs, err := bridge.OpenBadger(*stateDir, true, slog.New(slog.NewTextHandler(io.Discard, nil)))
 		if err != nil {
@@ -58,14 +55,15 @@ func cmdResetSeq(args []string, stdout, stderr io.Writer) int {
 			return exitOK
 		}
 		defer bs.Close()
-		if err := bs.ResetSeq(*device); err != nil {
-			fmt.Fprintf(stderr, "agora-bridge: %v\n", err)
-			return exitFailed
-		}
-		fmt.Fprintf(stdout, "sequence record of %s cleared\n", *device)
+		store = bs
 	default:
 		fmt.Fprintln(stderr, "agora-bridge reset-seq: --state-dir or --nats required")
 		return exitUsage
 	}
+	if err := store.ResetSeq(*device); err != nil {
+		fmt.Fprintf(stderr, "agora-bridge: %v\n", err)
+		return exitFailed
+	}
+	fmt.Fprintf(stdout, "sequence record of %s cleared\n", *device)
 	return exitOK
 }
