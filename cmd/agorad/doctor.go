@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"math"
+	"net/url"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -242,6 +243,28 @@ func listedSum(sumsFile, name string) (string, bool) {
 	return "", false
 }
 
+// doctorClient is the doctor's one-shot MQTT client: no reconnects, the
+// configured TLS and credentials. Its error is the TLS set-up's.
+func doctorClient(cfg *configs.Config, u *url.URL, useTLS bool, clientID string, wait time.Duration) (*paho.ClientOptions, error) {
+	scheme := "tcp"
+	if useTLS {
+		scheme = "ssl"
+	}
+	o := paho.NewClientOptions().AddBroker(scheme + "://" + u.Host).SetClientID(clientID).
+		SetAutoReconnect(false).SetConnectRetry(false).SetConnectTimeout(wait)
+	if useTLS || cfg.MQTT.TLS.CAFile != "" {
+		tc, err := uplink.TLSConfig(cfg.MQTT.TLS.CAFile, cfg.MQTT.TLS.CertFile, cfg.MQTT.TLS.KeyFile, u.Hostname())
+		if err != nil {
+			return nil, err
+		}
+		o.SetTLSConfig(tc)
+	}
+	if cfg.MQTT.Username != "" {
+		o.SetUsername(cfg.MQTT.Username).SetPassword(cfg.MQTT.Password)
+	}
+	return o, nil
+}
+
 // checkBroker connects with the configured TLS and credentials, publishes
 // one message to a test topic and disconnects.
 func checkBroker(ctx context.Context, cfg *configs.Config, wait time.Duration) check {
@@ -249,22 +272,9 @@ func checkBroker(ctx context.Context, cfg *configs.Config, wait time.Duration) c
 	if err != nil {
 		return check{"broker", "fail", "mqtt.broker " + err.Error(), "set mqtt.broker"}
 	}
-	scheme := "tcp"
-	if useTLS {
-		scheme = "ssl"
-	}
-	o := paho.NewClientOptions().AddBroker(scheme + "://" + u.Host).
-		SetClientID(fmt.Sprintf("agorad-doctor-%s-%d", cfg.DeviceID, os.Getpid())).
-		SetAutoReconnect(false).SetConnectRetry(false).SetConnectTimeout(wait)
-	if useTLS || cfg.MQTT.TLS.CAFile != "" {
-		tc, err := uplink.TLSConfig(cfg.MQTT.TLS.CAFile, cfg.MQTT.TLS.CertFile, cfg.MQTT.TLS.KeyFile, u.Hostname())
-		if err != nil {
-			return check{"broker", "fail", err.Error(), "fix mqtt.tls in the configuration"}
-		}
-		o.SetTLSConfig(tc)
-	}
-	if cfg.MQTT.Username != "" {
-		o.SetUsername(cfg.MQTT.Username).SetPassword(cfg.MQTT.Password)
+	o, err := doctorClient(cfg, u, useTLS, fmt.Sprintf("agorad-doctor-%s-%d", cfg.DeviceID, os.Getpid()), wait)
+	if err != nil {
+		return check{"broker", "fail", err.Error(), "fix mqtt.tls in the configuration"}
 	}
 	cli := paho.NewClient(o)
 	tok := cli.Connect()

@@ -36,30 +36,17 @@ func checkIsolation(cfg *configs.Config, wait time.Duration) check {
 	if err != nil {
 		return check{name, "skip", "mqtt.broker " + err.Error(), ""}
 	}
-	scheme := "tcp"
-	if useTLS {
-		scheme = "ssl"
+	o, err := doctorClient(cfg, u, useTLS, fmt.Sprintf("agorad-doctor-acl-%s-%d", cfg.DeviceID, os.Getpid()), wait)
+	if err != nil {
+		return check{name, "skip", err.Error(), ""}
 	}
 	var mu sync.Mutex
 	got := map[string]bool{}
-	o := paho.NewClientOptions().AddBroker(scheme + "://" + u.Host).
-		SetClientID(fmt.Sprintf("agorad-doctor-acl-%s-%d", cfg.DeviceID, os.Getpid())).
-		SetCleanSession(true).SetAutoReconnect(false).SetConnectRetry(false).SetConnectTimeout(wait).
-		SetDefaultPublishHandler(func(_ paho.Client, m paho.Message) {
-			mu.Lock()
-			got[m.Topic()] = true
-			mu.Unlock()
-		})
-	if useTLS || cfg.MQTT.TLS.CAFile != "" {
-		tc, err := uplink.TLSConfig(cfg.MQTT.TLS.CAFile, cfg.MQTT.TLS.CertFile, cfg.MQTT.TLS.KeyFile, u.Hostname())
-		if err != nil {
-			return check{name, "skip", err.Error(), ""}
-		}
-		o.SetTLSConfig(tc)
-	}
-	if cfg.MQTT.Username != "" {
-		o.SetUsername(cfg.MQTT.Username).SetPassword(cfg.MQTT.Password)
-	}
+	o.SetCleanSession(true).SetDefaultPublishHandler(func(_ paho.Client, m paho.Message) {
+		mu.Lock()
+		got[m.Topic()] = true
+		mu.Unlock()
+	})
 	cli := paho.NewClient(o)
 	tok := cli.Connect()
 	if !tok.WaitTimeout(wait+time.Second) || tok.Error() != nil {
