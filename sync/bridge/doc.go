@@ -31,4 +31,13 @@
 //   - Bad input is counted, logged with a bounded excerpt and acknowledged;
 //     nothing is ever published to a device other than the one named by the
 //     topic the message came from.
+//
+// Files, one job each: bridge.go (Options, New, Handle's dispatch by topic),
+// validate.go (the envelope and id checks), control.go (status, events,
+// dead letters, acks), data.go (an utterance or batch to its run and
+// commit), run.go (the run with retry and its input), reply.go (the answer
+// to a reply command), parts.go/pending.go (batch parts), seq.go (the
+// sequence rule), store.go/kvstore.go (the state), mqtt*.go/jetstream.go
+// (the two transports), brokeropen.go (the open-broker warning),
+// park.go/deadfiles.go/refusal.go (dead letters).
 package bridge
