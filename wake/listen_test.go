@@ -21,7 +21,7 @@ func TestShortQuestionsStayQuestions(t *testing.T) {
 		"Agora, rusted?", "Agora, less than?", "Agora, lastig?",
 		// English.
 		"Agora, listed?", "Agora, lessons?", "Agora, lighten?", "Agora, listing?", "Agora, lesser?",
-		"Agora, lasting?", "Agora, loosen it?", "Agora, lessen it?", "Agora, glisten?", "Agora, luster?",
+		"Agora, lasting?", "Agora, loosen it?", "Agora, lessen it?", "Agora, glisten?",
 		"Agora, lift them?", "Agora, lists?", "Agora, leased?", "Agora, lasted?", "Agora, mister?",
 		"Agora, Lisbon?", "Agora, lose them?", "Agora, last one?", "Agora, lean ten?",
 		// Dutch.
@@ -43,6 +43,7 @@ func TestShortQuestionsStayQuestions(t *testing.T) {
 		"Agora, listen up.", "Agora, listening.", "Hey Agora, listen.", "Hey Agra, listen.",
 		"ahh gora lisen", "Agora, lissen!", "Agora, lissen?", "Agora, lister", "Agora, luistr.",
 		"Heagora Loister.", "Agora, listens.", "Agora, luistert.", "Agora, liseten.", "Agora, lsten.",
+		"Agora, luster.", "Hé Agora, Luster.",
 	}
 	for _, l := range listens {
 		if m := r.Match(l); m.Action != Listen || m.Remainder != "" {

@@ -74,13 +74,14 @@ var (
 	//
 	// Issue 45 part 6 (listen words said, not guessed) lowered base's
 	// floors: "Luster" (for "luister") and "Adore at least and" (for
-	// "Agora listen") no longer switch back on their sound alone, only when
-	// the second hearing writes the listen word. Measured since: base 12
-	// and 11 of 15, 3 and 4 with the wrong action (two runs). A known
-	// regression, traded for 41 of 48 short questions no longer taken for
-	// the listen words; the floors are that measure, not a target.
-	minSpotHits    = map[string]int{"tiny.en": 6, "base": 11}
-	maxWrongAction = map[string]int{"tiny.en": 1, "base": 4}
+	// "Agora listen") no longer switched back on their sound alone (base
+	// 12 and 11 of 15, 3 and 4 with the wrong action). "Luster" is now
+	// taken as the listen word misspelt (wake/listenwords.go: whisper writes
+	// it for "luister"): base 13 of 15, 2 with the wrong action ("Adore at
+	// least and", "A Lord had loosed her."); one more allowed to go, as a
+	// fresh root measured one fewer before.
+	minSpotHits    = map[string]int{"tiny.en": 6, "base": 12}
+	maxWrongAction = map[string]int{"tiny.en": 1, "base": 3}
 )
 
 // realRun transcribes samples through the pipeline and returns its output.
