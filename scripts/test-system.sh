@@ -125,9 +125,19 @@ export DEBIAN_FRONTEND=noninteractive
 echo 'Acquire::Check-Valid-Until "false";' >"$ROOT/etc/apt/apt.conf.d/99agtest"
 ct apt-get -q update >/dev/null
 # A real broker inside, on its own port (the container shares the host's network).
+# Set up as docs/bridge.md "Security set-up" says: the shipped configuration
+# and ACL (listener moved to this test's port), one user per device and one
+# for the bridge, their passwords in /etc/credstore (outside the packages'
+# directories, which purge must remove).
 ct apt-get install -y -q --no-install-recommends mosquitto >"$SYS/apt-mosquitto.log" 2>&1
-printf 'listener 18883 127.0.0.1\nallow_anonymous true\n' >"$ROOT/etc/mosquitto/conf.d/agtest.conf"
-ct systemctl restart mosquitto
+sed 's#^listener .*#listener 18883 127.0.0.1#' configs/mosquitto/agora.conf >"$ROOT/etc/mosquitto/conf.d/agora.conf"
+install -m 0644 configs/mosquitto/acl "$ROOT/etc/mosquitto/agora.acl"
+install -m 0755 scripts/mosquitto-user.sh "$ROOT/root/mosquitto-user.sh"
+install -d -m 0755 "$ROOT/etc/credstore"
+ct sh -c 'umask 077; /root/mosquitto-user.sh /etc/mosquitto/agora.passwd agtest >/etc/credstore/agorad-mqtt-password'
+ct sh -c 'umask 077; /root/mosquitto-user.sh /etc/mosquitto/agora.passwd agora-bridge >/etc/credstore/agora-bridge-mqtt-password'
+check "mosquitto with the shipped ACL and credentials" ct systemctl restart mosquitto
+check "the broker refuses a client without credentials" sh -c "! nsenter -t $LEADER -a mosquitto_pub -h 127.0.0.1 -p 18883 -t agora/v1/agtest/utterances -m x -q 1"
 
 # The README's deployment section, word for word: apt install ./agorad_*.deb
 # (here the previous release's), edit one file, systemctl start agorad.
@@ -143,7 +153,11 @@ check "only $SUITE's sources" sh -c "! grep -rqs -e sid -e testing '$ROOT/etc/ap
 check "whisper.cpp and ggml are the package's own" sh -c "nsenter -t $LEADER -a ldd /usr/bin/agorad | grep -q 'lib/agorad/libwhisper.so.1 (0x'"
 
 log "README: edit /etc/agorad/agorad.yaml; systemctl start agorad"
+# The device's own credentials: user = device_id, password readable by the
+# agorad group only.
+ct sh -c 'chgrp agorad /etc/credstore/agorad-mqtt-password && chmod 0640 /etc/credstore/agorad-mqtt-password'
 sed -i -e 's#^  broker: .*#  broker: tcp://127.0.0.1:18883#' -e 's#^device_id: .*#device_id: agtest#' \
+  -e 's#^  username: ""#  username: agtest#' -e 's#^  password_file: ""#  password_file: /etc/credstore/agorad-mqtt-password#' \
   -e 's#^  source: default#  source: none#' "$ROOT/etc/agorad/agorad.yaml"
 check "systemctl start agorad (previous release)" ct systemctl start agorad
 check "previous release running" ct systemctl is-active agorad
@@ -268,8 +282,16 @@ log "apt install ./agora-bridge_*.deb"
 ct sh -c 'cd /root/new && apt install -y -q ./agora-bridge_*.deb' >"$SYS/apt-bridge.log" 2>&1 || { cat "$SYS/apt-bridge.log" >&2; fail=1; }
 check "bridge postinst says it did not start the shipped config" grep -q "agora-bridge: enabled, NOT started" "$SYS/apt-bridge.log"
 check "bridge enabled, not active" sh -c "nsenter -t $LEADER -a systemctl is-enabled -q agora-bridge && ! nsenter -t $LEADER -a systemctl is-active -q agora-bridge"
-sed -i -e 's#^  url: tcp://.*#  url: tcp://127.0.0.1:18883#' "$ROOT/etc/agora-bridge/agora-bridge.yaml"
+# The bridge's credentials: its unit has a DynamicUser, so the password
+# comes in as a systemd credential (docs/bridge.md "Security set-up").
+mkdir -p "$ROOT/etc/systemd/system/agora-bridge.service.d"
+printf '[Service]\nLoadCredential=mqtt-password:/etc/credstore/agora-bridge-mqtt-password\n' \
+  >"$ROOT/etc/systemd/system/agora-bridge.service.d/credentials.conf"
+ct systemctl daemon-reload
+sed -i -e 's#^  url: tcp://.*#  url: tcp://127.0.0.1:18883#' -e 's#^  username: ""#  username: agora-bridge#' \
+  -e 's#^  password_file: ""#  password_file: ${CREDENTIALS_DIRECTORY}/mqtt-password#' "$ROOT/etc/agora-bridge/agora-bridge.yaml"
 check "systemctl start agora-bridge (READY=1)" ct systemctl start agora-bridge
+check "the bridge sees a closed broker" sh -c "for i in \$(seq 20); do nsenter -t $LEADER -a journalctl -u agora-bridge --no-pager | grep -q 'broker refuses clients without credentials' && exit 0; sleep 0.5; done; exit 1"
 check "agora-bridge active (running)" sh -c "nsenter -t $LEADER -a systemctl status agora-bridge | grep -q 'active (running)'"
 check "agora-bridge --version" sh -c "nsenter -t $LEADER -a agora-bridge version | grep -q '$VERSION'"
 bsec=$(ct systemd-analyze security agora-bridge 2>&1 | tail -1)

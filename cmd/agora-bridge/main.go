@@ -155,11 +155,11 @@ func run(ctx context.Context, c Config, log *slog.Logger) error {
 		QueuePerDevice: c.Limits.QueuePerDevice, MaxBacklog: c.Limits.MaxBacklog, MaxBacklogBytes: c.Limits.MaxBacklogBytes,
 		WorkerIdle: time.Duration(c.Limits.WorkerIdle)}
 	if c.Broker.PasswordFile != "" {
-		pw, err := os.ReadFile(c.Broker.PasswordFile)
+		pw, err := readPasswordFile(c.Broker.PasswordFile)
 		if err != nil {
-			return fmt.Errorf("broker.password_file: %w", err)
+			return err
 		}
-		mqttOpts.Password = strings.TrimSpace(string(pw))
+		mqttOpts.Password = pw
 	}
 	if strings.HasPrefix(c.Broker.URL, "ssl") || strings.HasPrefix(c.Broker.URL, "tls") || strings.HasPrefix(c.Broker.URL, "mqtts") || c.Broker.CAFile != "" {
 		tc, err := uplink.TLSConfig(c.Broker.CAFile, c.Broker.CertFile, c.Broker.KeyFile, "")
