@@ -15,6 +15,7 @@ require (
 	github.com/prometheus/client_golang v1.22.0
 	github.com/prometheus/client_model v0.6.1
 	github.com/prometheus/common v0.62.0
+	golang.org/x/crypto v0.42.0
 	golang.org/x/sync v0.24.0
 	golang.org/x/sys v0.41.0
 	google.golang.org/protobuf v1.36.7
@@ -40,7 +41,6 @@ require (
 	go.opentelemetry.io/otel v1.41.0 // indirect
 	go.opentelemetry.io/otel/metric v1.41.0 // indirect
 	go.opentelemetry.io/otel/trace v1.41.0 // indirect
-	golang.org/x/crypto v0.42.0 // indirect
 	golang.org/x/net v0.44.0 // indirect
 )
 

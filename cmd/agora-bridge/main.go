@@ -45,6 +45,8 @@ commands:
   run           run the bridge until SIGTERM (agora-bridge run -h for flags)
   deadletters   list parked messages (mosquitto mode: --state-dir; fleet: --nats)
   reset-seq     clear one device's sequence record: reset-seq --device ID (--state-dir DIR | --nats URL)
+  nats-passwd   add a fleet user or change its password: nats-passwd FILE NAME (prints the password)
+  nats-config   print the fleet's nats-server configuration: nats-config --passwd FILE [--partitions N]
   version       print the version
 `
 
@@ -67,6 +69,10 @@ func dispatch(ctx context.Context, args []string, stdout, stderr io.Writer) int 
 		return cmdDeadLetters(args[1:], stdout, stderr)
 	case "reset-seq":
 		return cmdResetSeq(args[1:], stdout, stderr)
+	case "nats-passwd":
+		return cmdNATSPasswd(args[1:], stdout, stderr)
+	case "nats-config":
+		return cmdNATSConfig(args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintf(stdout, "agora-bridge %s\n", version)
 		return exitOK
@@ -172,8 +178,10 @@ func run(ctx context.Context, c Config, log *slog.Logger) error {
 	var js *bridge.JetStream
 	if c.JetStream.URL != "" {
 		var err error
+		// One user for both of the server's listeners (natsconf).
 		js, err = bridge.ConnectJetStream(bridge.JetStreamOptions{URL: c.JetStream.URL, Partitions: c.JetStream.Partitions,
-			AckWait: time.Duration(c.JetStream.AckWait), Replicas: c.JetStream.Replicas, Logger: log})
+			AckWait: time.Duration(c.JetStream.AckWait), Replicas: c.JetStream.Replicas, Logger: log,
+			User: c.Broker.Username, Password: mqttOpts.Password})
 		if err != nil {
 			return err
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/url"
 	"strconv"
 	"strings"
 	"sync"
@@ -28,7 +29,10 @@ type JetStreamOptions struct {
 	// AckWait is how long a message held by a dead bridge waits before it is
 	// redelivered to another; a live bridge extends it while it works.
 	AckWait time.Duration // default 30s
-	Logger  *slog.Logger
+	// User and Password authenticate to a server with an authorization
+	// block (natsconf: the bridge's user); empty: none, or those of URL.
+	User, Password string
+	Logger         *slog.Logger
 }
 
 // JetStream is the fleet-mode transport.
@@ -65,11 +69,15 @@ func ConnectJetStream(o JetStreamOptions) (*JetStream, error) {
 		o.Logger = slog.Default()
 	}
 	log := o.Logger.With("component", "bridge-jetstream")
-	nc, err := nats.Connect(o.URL, nats.Name("agora-bridge"), nats.MaxReconnects(-1), nats.ReconnectWait(time.Second),
+	opts := []nats.Option{nats.Name("agora-bridge"), nats.MaxReconnects(-1), nats.ReconnectWait(time.Second),
 		nats.DisconnectErrHandler(func(_ *nats.Conn, err error) { log.Warn("NATS disconnected", "err", err) }),
-		nats.ReconnectHandler(func(*nats.Conn) { log.Info("NATS reconnected") }))
+		nats.ReconnectHandler(func(*nats.Conn) { log.Info("NATS reconnected") })}
+	if o.User != "" {
+		opts = append(opts, nats.UserInfo(o.User, o.Password))
+	}
+	nc, err := nats.Connect(o.URL, opts...)
 	if err != nil {
-		return nil, fmt.Errorf("connect to NATS %s: %w", o.URL, err)
+		return nil, fmt.Errorf("connect to NATS %s: %w", redactURL(o.URL), err)
 	}
 	js, err := nc.JetStream()
 	if err != nil {
@@ -239,4 +247,13 @@ func (j *JetStream) one(ctx context.Context, m *nats.Msg, handle func(ctx contex
 		}
 		backoff = min(backoff*2, 10*time.Second)
 	}
+}
+
+// redactURL hides a password given in a NATS URL (nats://user:pw@host).
+func redactURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.User == nil {
+		return raw
+	}
+	return u.Redacted()
 }
