@@ -68,6 +68,15 @@ func TestFleetAuthorizedNATS(t *testing.T) {
 	}
 	t.Cleanup(br.Stop)
 
+	waitFor := func(what string, d time.Duration, ok func() bool) bool {
+		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
+			if ok() {
+				return true
+			}
+		}
+		t.Errorf("%s: not within %v", what, d)
+		return false
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	device := func(id, user, password string) (*uplink.Client, *fleetsim.MemOutbox) {
@@ -84,18 +93,14 @@ func TestFleetAuthorizedNATS(t *testing.T) {
 		t.Cleanup(func() { cancel(); <-done })
 		return c, ob
 	}
+	// The bridge makes the stream that keeps the devices' data before it
+	// logs that it runs; published earlier, a question would be lost.
+	if !waitFor("the bridge running", time.Minute, func() bool { return strings.Contains(br.Log(), "agora-bridge running") }) {
+		t.Fatalf("bridge log:\n%s", br.Log())
+	}
 	honest, honestOut := device("dev1", "dev1", pw["dev1"])
 	forger, forgerOut := device("dev2", "dev1", pw["dev1"]) // dev2's id, dev1's credentials
 	wrong, _ := device("dev2", "dev2", pw["dev1"])
-	waitFor := func(what string, d time.Duration, ok func() bool) bool {
-		for end := time.Now().Add(d); time.Now().Before(end); time.Sleep(50 * time.Millisecond) {
-			if ok() {
-				return true
-			}
-		}
-		t.Errorf("%s: not within %v", what, d)
-		return false
-	}
 	waitFor("dev1 and the forger online", 30*time.Second, func() bool { return honest.Online() && forger.Online() })
 
 	mine, err := honestOut.Say("is this railing high enough")
