@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	natsgo "github.com/nats-io/nats.go"
+
 	"github.com/agora/agorad/buffer"
 	"github.com/agora/agorad/sync/agui/aguitest"
 	"github.com/agora/agorad/sync/bridge"
@@ -130,7 +132,31 @@ func startFleetBridges(t *testing.T, n int, nats *brokertest.NATS, partitions in
 		t.Cleanup(p.Stop)
 		procs = append(procs, p)
 	}
+	waitStream(t, nats)
 	return procs
+}
+
+// waitStream waits until a bridge has made the stream that keeps the
+// devices' data: a device's message published before it exists is
+// acknowledged by the server and kept nowhere.
+func waitStream(t *testing.T, srv *brokertest.NATS) {
+	t.Helper()
+	nc, err := natsgo.Connect(srv.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nc.Close()
+	js, err := nc.JetStream()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for end := time.Now().Add(time.Minute); ; time.Sleep(50 * time.Millisecond) {
+		if _, err := js.StreamInfo("AGORA_IN"); err == nil {
+			return
+		} else if time.Now().After(end) {
+			t.Fatalf("no bridge made the stream AGORA_IN within a minute: %v", err)
+		}
+	}
 }
 
 // TestFleetExactlyOnce: 3 bridges, 200 devices (the real uplink, one MQTT
