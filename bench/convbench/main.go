@@ -108,7 +108,7 @@ func main() {
 		fmt.Printf("\ngraph thinking %v: %d turns timed, load average now %s\n\n", d, len(res["first_audio"]), loadavg())
 		fmt.Println("| from the end of speech to | p50 | p95 | max |")
 		fmt.Println("|---|---|---|---|")
-		for _, s := range append(stageNames, "last_audio", "gap between parts") {
+		for _, s := range append(stageNames, "last_audio", "gap between parts", publishedToAudio) {
 			v := res[s]
 			if len(v) == 0 {
 				fmt.Printf("| %s | - | - | - |\n", s)
@@ -118,6 +118,10 @@ func main() {
 		}
 	}
 }
+
+// publishedToAudio is the row timing, per turn, the question's publish to
+// the answer's first sample (bridge, graph, MQTT both ways, synthesis).
+const publishedToAudio = "(per turn) published → first_audio"
 
 func ms(d time.Duration) string { return fmt.Sprintf("%d ms", d.Milliseconds()) }
 
@@ -374,6 +378,11 @@ func stages(log string, names []string, ends map[string]time.Time) (map[string][
 		}
 		for s, at := range byID[order[k]] {
 			out[s] = append(out[s], at.Sub(end))
+		}
+		// The answer's own share, per turn, apart from whisper (whose time
+		// a loaded machine stretches most).
+		if p, a := byID[order[k]]["published"], byID[order[k]]["first_audio"]; !p.IsZero() && !a.IsZero() {
+			out[publishedToAudio] = append(out[publishedToAudio], a.Sub(p))
 		}
 	}
 	return out, order, nil
