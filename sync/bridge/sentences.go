@@ -25,7 +25,7 @@ func (c *sentenceCutter) Write(delta string) []string {
 	c.buf += delta
 	var out []string
 	for {
-		cut := sentenceEnd(c.buf)
+		cut := sentenceEnd(c.buf, c.limit)
 		if cut < 0 && len(c.buf) > c.limit {
 			cut = boundCut(c.buf, c.limit)
 		}
@@ -69,8 +69,13 @@ var abbreviations = map[string]bool{
 
 // sentenceEnd returns where the first complete sentence of s ends (the
 // index of the next sentence's first character), -1 when none is known yet.
-func sentenceEnd(s string) int {
-	for i := 0; i < len(s); {
+// It looks at about 2*limit bytes at most (a sentence longer than limit is
+// cut at the bound anyway), so a huge delta is cut in linear time.
+func sentenceEnd(s string, limit int) int {
+	if len(s) > 2*limit {
+		s = s[:2*limit]
+	}
+	for i := 0; i < len(s) && i <= limit; {
 		r, size := utf8.DecodeRuneInString(s[i:])
 		j := i + size
 		switch r {

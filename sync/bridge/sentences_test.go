@@ -3,6 +3,7 @@ package bridge
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestSentenceCutter(t *testing.T) {
@@ -60,6 +61,23 @@ func TestSentenceCutterBounded(t *testing.T) {
 		c.Write("abc ")
 		if len(c.buf) > 250+4 {
 			t.Fatalf("holds %d bytes after %d deltas", len(c.buf), i+1)
+		}
+	}
+}
+
+// A huge delta (no sentence end, or only spaces) is cut in linear time.
+func TestSentenceCutterHugeDelta(t *testing.T) {
+	for _, delta := range []string{strings.Repeat("word ", 1<<20), strings.Repeat(" ", 4<<20), strings.Repeat("x.", 2<<20)} {
+		c := sentenceCutter{limit: 250}
+		t0 := time.Now()
+		pieces := c.Write(delta)
+		if took := time.Since(t0); took > 2*time.Second {
+			t.Errorf("%d bytes cut in %v", len(delta), took)
+		}
+		for _, p := range pieces {
+			if len(p) > 250 {
+				t.Fatalf("piece of %d bytes", len(p))
+			}
 		}
 	}
 }
