@@ -116,3 +116,32 @@ func TestReplyParts(t *testing.T) {
 		})
 	}
 }
+
+// Listen mode holds a streamed answer as it holds a reply: every part held,
+// one "reply waiting" earcon (on part 1), then spoken whole, in order, once
+// back in feedback mode.
+func TestStreamedPartsHeldInListenMode(t *testing.T) {
+	r := newRig(t, "", nil, 2)
+	r.mode.Store("listen")
+	r.receive(protocol.Reply{ID: "reply-u.s1", Text: "one"})
+	r.receive(protocol.Reply{ID: "reply-u.s2", Text: "two"})
+	r.receive(protocol.Reply{ID: "reply-u.s3e", Text: "three"})
+	waitFor(t, "all held", func() bool { return len(r.acks()["reply-u.s3e"]) == 1 })
+	if got := r.spk.get(); len(got) != 0 {
+		t.Errorf("played in listen mode: %q", got)
+	}
+	if n := r.earcon.Load(); n != 1 {
+		t.Errorf("%d reply-waiting earcons, want 1 for the answer", n)
+	}
+	r.mode.Store("feedback")
+	r.p.Wake()
+	waitFor(t, "spoken", func() bool { return len(r.acks()["reply-u.s3e"]) == 2 })
+	if got := r.spk.get(); strings.Join(got, "|") != "en:one|en:two|en:three" {
+		t.Errorf("played %q", got)
+	}
+	for _, id := range []string{"reply-u.s1", "reply-u.s2", "reply-u.s3e"} {
+		if acks := r.acks()[id]; !eq(acks, []string{"held", "spoken"}) {
+			t.Errorf("acks of %s: %v", id, acks)
+		}
+	}
+}
