@@ -12,8 +12,14 @@
 // daemon's own clock, which runs ahead when the FIFO backlog is read at
 // once; espeak-ng's trailing silence is taken off) to the stage's time in agorad's debug line "turn stage"
 // (cmd/agorad/internal/turns): turn_end, transcribed, published, reply,
-// first_audio. It prints p50/p95/max per stage and the load average: the
-// machine's other work shows in every number.
+// first_audio; then to the answer's last sample (last_audio: the device's
+// "reply spoken" line of the answer's last part) and, between the parts of
+// one answer, the gap from one part's end ("reply spoken") to the next
+// part's first sample ("reply audio started"). -stream sets the bridge's
+// agent.stream (written: the answer goes in sentence parts while the graph
+// writes it; off: whole at the end, as before issue 47). It prints
+// p50/p95/max per stage and the load average: the machine's other work
+// shows in every number.
 //
 //	make build && go run ./bench/convbench -turns 50 -model models/ggml-tiny.en-q8_0.bin
 package main
@@ -72,6 +78,7 @@ func main() {
 	streamTPS := flag.Float64("stream-tps", 0, "the graph writes its answer at this many words a second (REFGRAPH_STREAM_TPS; 0: at once)")
 	firstToken := flag.Duration("first-token", 300*time.Millisecond, "with -stream-tps: the graph's first-word delay")
 	answerWords := flag.String("answer-words", "40-80", "with -stream-tps: the answers' length in words, MIN-MAX")
+	stream := flag.String("stream", "written", "the bridge's agent.stream: spoken, written or off")
 	flag.Parse()
 	var graphEnv []string
 	if *streamTPS > 0 {
@@ -87,21 +94,21 @@ func main() {
 		*f = abs
 	}
 	load0 := loadavg()
-	fmt.Printf("%d turns per delay, model %s (%s), complete_wait %v (-1: default), graph %v, load average at start %s\n",
-		*n, filepath.Base(*model), *lang, *completeWait, graphEnv, load0)
+	fmt.Printf("%d turns per delay, model %s (%s), complete_wait %v (-1: default), graph %v, bridge stream %s, load average at start %s\n",
+		*n, filepath.Base(*model), *lang, *completeWait, graphEnv, *stream, load0)
 	for _, ds := range strings.Split(*delays, ",") {
 		d, err := time.ParseDuration(strings.TrimSpace(ds))
 		if err != nil {
 			fail("-delays: %v", err)
 		}
-		res, err := round(root, d, *n, *model, *lang, *voice, *agorad, *bridge, *vadModel, *feeder, *speculate, *completeWait, graphEnv)
+		res, err := round(root, d, *n, *model, *lang, *voice, *agorad, *bridge, *vadModel, *feeder, *speculate, *completeWait, graphEnv, *stream)
 		if err != nil {
 			fail("graph %v: %v", d, err)
 		}
 		fmt.Printf("\ngraph thinking %v: %d turns timed, load average now %s\n\n", d, len(res["first_audio"]), loadavg())
 		fmt.Println("| from the end of speech to | p50 | p95 | max |")
 		fmt.Println("|---|---|---|---|")
-		for _, s := range stageNames {
+		for _, s := range append(stageNames, "last_audio", "gap between parts", publishedToAudio) {
 			v := res[s]
 			if len(v) == 0 {
 				fmt.Printf("| %s | - | - | - |\n", s)
@@ -111,6 +118,10 @@ func main() {
 		}
 	}
 }
+
+// publishedToAudio is the row timing, per turn, the question's publish to
+// the answer's first sample (bridge, graph, MQTT both ways, synthesis).
+const publishedToAudio = "(per turn) published → first_audio"
 
 func ms(d time.Duration) string { return fmt.Sprintf("%d ms", d.Milliseconds()) }
 
@@ -125,7 +136,7 @@ func loadavg() string {
 
 // round runs n turns against a graph thinking delay; it returns each stage's
 // times from the end of speech.
-func round(root string, delay time.Duration, n int, model, lang, voice, agoradBin, bridgeBin, vadModel, feederPy string, speculate, completeWait time.Duration, graphEnv []string) (map[string][]time.Duration, error) {
+func round(root string, delay time.Duration, n int, model, lang, voice, agoradBin, bridgeBin, vadModel, feederPy string, speculate, completeWait time.Duration, graphEnv []string, stream string) (map[string][]time.Duration, error) {
 	ctx := context.Background()
 	dir, err := os.MkdirTemp("", "convbench-")
 	if err != nil {
@@ -149,7 +160,8 @@ func round(root string, delay time.Duration, n int, model, lang, voice, agoradBi
 		return nil, err
 	}
 	defer g.Stop()
-	br := fleetsim.NewProc("bridge", "", nil, bridgeBin, "run", "--broker", broker.URL(), "--agui-url", g.URL(), "--state-dir", filepath.Join(dir, "bridge"))
+	br := fleetsim.NewProc("bridge", "", nil, bridgeBin, "run", "--broker", broker.URL(), "--agui-url", g.URL(), "--state-dir", filepath.Join(dir, "bridge"),
+		"--stream", stream)
 	if err := br.Start(); err != nil {
 		return nil, err
 	}
@@ -239,7 +251,9 @@ pcm.!default {
 		if err := os.Rename(filepath.Join(dir, name), filepath.Join(queue, name)); err != nil {
 			return nil, err
 		}
-		if !waitFor(60*time.Second, func() bool { return strings.Count(ag.Log(), `"msg":"reply spoken"`) > i }) {
+		// An answer is over when its last part was spoken (a whole reply,
+		// .p<n>of<n>, or a streamed .s<i>e).
+		if !waitFor(90*time.Second, func() bool { return answersSpoken(ag.Log()) > i }) {
 			fmt.Fprintf(os.Stderr, "turn %d: no reply spoken within 60 s; going on\n", i)
 		}
 		time.Sleep(time.Second) // the half-duplex tail
@@ -256,7 +270,19 @@ pcm.!default {
 	log := ag.Log()
 	// How many turns ended before the hangover (segment.complete_wait).
 	fmt.Printf("turns ended early (complete_wait): %d\n", strings.Count(log, "turn ended early"))
-	return stages(log, names[1:], ends)
+	out, order, err := stages(log, names[1:], ends)
+	if err != nil {
+		return nil, err
+	}
+	answers := answerTimes(log)
+	for k, id := range order {
+		a, ok := answers[id]
+		if end, found := ends[names[1:][k]]; ok && found && !a.last.IsZero() {
+			out["last_audio"] = append(out["last_audio"], a.last.Sub(end))
+		}
+		out["gap between parts"] = append(out["gap between parts"], a.gaps...)
+	}
+	return out, nil
 }
 
 // render writes text spoken by espeak-ng as 16 kHz S16_LE mono raw and
@@ -312,7 +338,7 @@ func feederEnds(path string) (map[string]time.Time, error) {
 
 // stages matches the k-th question turn in agorad's log (by its turn_end)
 // to the k-th timed question and times each stage from its end.
-func stages(log string, names []string, ends map[string]time.Time) (map[string][]time.Duration, error) {
+func stages(log string, names []string, ends map[string]time.Time) (map[string][]time.Duration, []string, error) {
 	type line struct {
 		Msg   string `json:"msg"`
 		Stage string `json:"stage"`
@@ -344,7 +370,8 @@ func stages(log string, names []string, ends map[string]time.Time) (map[string][
 		fmt.Fprintf(os.Stderr, "%d question turns heard for %d spoken (a question cut in two or lost): timing the first %d\n", len(order), len(names), min(len(order), len(names)))
 	}
 	out := map[string][]time.Duration{}
-	for k := 0; k < min(len(order), len(names)); k++ {
+	order = order[:min(len(order), len(names))]
+	for k := range order {
 		end, ok := ends[names[k]]
 		if !ok {
 			continue
@@ -352,8 +379,13 @@ func stages(log string, names []string, ends map[string]time.Time) (map[string][
 		for s, at := range byID[order[k]] {
 			out[s] = append(out[s], at.Sub(end))
 		}
+		// The answer's own share, per turn, apart from whisper (whose time
+		// a loaded machine stretches most).
+		if p, a := byID[order[k]]["published"], byID[order[k]]["first_audio"]; !p.IsZero() && !a.IsZero() {
+			out[publishedToAudio] = append(out[publishedToAudio], a.Sub(p))
+		}
 	}
-	return out, nil
+	return out, order, nil
 }
 
 func waitFor(d time.Duration, cond func() bool) bool {

@@ -39,6 +39,9 @@ type Config struct {
 		MaxConns     int      `yaml:"max_conns"`
 		MaxRuns      int      `yaml:"max_concurrent_runs"`
 		ThreadPrefix string   `yaml:"thread_prefix"`
+		// Stream: what of an answer goes to the device while the graph
+		// writes it (bridge.StreamSpoken, StreamWritten, StreamOff).
+		Stream string `yaml:"stream"`
 	} `yaml:"agent"`
 	Retry struct {
 		Initial        Duration `yaml:"initial"`
@@ -94,6 +97,7 @@ func defaults() Config {
 	c.Agent.Timeout = Duration(2 * time.Minute)
 	c.Agent.MaxConns = 256
 	c.Agent.MaxRuns = 64
+	c.Agent.Stream = "spoken"
 	c.Retry.Initial = Duration(500 * time.Millisecond)
 	c.Retry.Max = Duration(30 * time.Second)
 	c.Retry.MaxElapsed = Duration(10 * time.Minute)
@@ -152,6 +156,11 @@ func (c *Config) validate() error {
 	}
 	if err := checkURL("agent.url", c.Agent.URL, "http", "https"); err != nil {
 		return err
+	}
+	switch c.Agent.Stream {
+	case "spoken", "written", "off":
+	default:
+		return fmt.Errorf("agent.stream: %q, want spoken, written or off", c.Agent.Stream)
 	}
 	if c.JetStream.URL != "" {
 		if err := checkURL("jetstream.url", c.JetStream.URL, "nats", "tls"); err != nil {

@@ -98,6 +98,7 @@ func configFromFlags(name string, args []string, stderr io.Writer) (Config, erro
 	clientID := fs.String("client-id", "", "MQTT client id (broker.client_id)")
 	metrics := fs.String("metrics", "", "serve Prometheus metrics on this address, e.g. 127.0.0.1:9469 (metrics.listen)")
 	logLevel := fs.String("log-level", "", "debug, info, warn or error (log.level)")
+	stream := fs.String("stream", "", "what of an answer goes out while the graph writes it: spoken, written or off (agent.stream)")
 	if err := fs.Parse(args); err != nil {
 		return Config{}, err
 	}
@@ -120,6 +121,7 @@ func configFromFlags(name string, args []string, stderr io.Writer) (Config, erro
 	set(&c.Broker.ClientID, *clientID)
 	set(&c.Metrics.Listen, *metrics)
 	set(&c.Log.Level, *logLevel)
+	set(&c.Agent.Stream, *stream)
 	if *partitions > 0 {
 		c.JetStream.Partitions = *partitions
 	}
@@ -214,7 +216,7 @@ func run(ctx context.Context, c Config, log *slog.Logger) error {
 	b, err := bridge.New(bridge.Options{Agent: agent, Store: store, Publisher: mq, Metrics: m, Logger: log,
 		ThreadPrefix: c.Agent.ThreadPrefix, PerDeviceLag: c.Metrics.PerDevice, MaxConcurrentRuns: c.Agent.MaxRuns,
 		MaxSeqJump: c.Limits.MaxSeqJump, MaxBatchBytes: c.Limits.MaxBatchBytes, JoinBudget: c.Limits.JoinBudget,
-		PartTTL: time.Duration(c.Limits.PartTTL),
+		PartTTL: time.Duration(c.Limits.PartTTL), StreamReplies: c.Agent.Stream,
 		Retry: bridge.Retry{Initial: time.Duration(c.Retry.Initial), Max: time.Duration(c.Retry.Max),
 			MaxElapsed: time.Duration(c.Retry.MaxElapsed), RejectAttempts: c.Retry.RejectAttempts, RunTimeout: time.Duration(c.Agent.Timeout)}})
 	if err != nil {

@@ -124,6 +124,10 @@ func Excerpt(b []byte) string {
 
 // Run posts in and reads its event stream to the end.
 func (c *Client) Run(ctx context.Context, in types.RunAgentInput) (Result, error) {
+	return c.run(ctx, in, nil)
+}
+
+func (c *Client) run(ctx context.Context, in types.RunAgentInput, sink Sink) (Result, error) {
 	body, err := json.Marshal(in)
 	if err != nil {
 		return Result{}, &Error{Kind: "input", Permanent: true, Msg: "encode RunAgentInput", Err: err}
@@ -162,7 +166,7 @@ func (c *Client) Run(ctx context.Context, in types.RunAgentInput) (Result, error
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, ExcerptLen+1))
 		return Result{}, &Error{Kind: "garbage", Msg: fmt.Sprintf("content-type %q, body %s", ct, Excerpt(b))}
 	}
-	res, err := c.read(io.LimitReader(resp.Body, c.MaxStreamBytes))
+	res, err := c.read(io.LimitReader(resp.Body, c.MaxStreamBytes), sink)
 	if err != nil && ctx.Err() != nil {
 		return res, ctx.Err()
 	}
@@ -175,7 +179,7 @@ func isTimeout(err error) bool {
 }
 
 // read parses SSE (data:, event:, id:, comments, CRLF) and folds the events.
-func (c *Client) read(r io.Reader) (Result, error) {
+func (c *Client) read(r io.Reader, sink Sink) (Result, error) {
 	var res Result
 	br := bufio.NewReaderSize(r, 64<<10)
 	var data bytes.Buffer
@@ -187,7 +191,7 @@ func (c *Client) read(r io.Reader) (Result, error) {
 		ev := data.Bytes()
 		haveData = false
 		defer data.Reset()
-		return c.fold(&res, ev)
+		return c.fold(&res, ev, sink)
 	}
 	for {
 		line, err := readLine(br, c.MaxEventBytes)
@@ -269,7 +273,7 @@ func readLine(br *bufio.Reader, max int) ([]byte, error) {
 }
 
 // known are the event types the SDK decodes; anything else is skipped.
-func (c *Client) fold(res *Result, data []byte) (done bool, err error) {
+func (c *Client) fold(res *Result, data []byte, sink Sink) (done bool, err error) {
 	var head struct {
 		Type string `json:"type"`
 	}
@@ -290,11 +294,18 @@ func (c *Client) fold(res *Result, data []byte) (done bool, err error) {
 		res.RunID = e.RunIDValue
 	case *events.TextMessageStartEvent:
 		res.Text = ""
+		return false, sink.put(StreamStart, "")
 	case *events.TextMessageContentEvent:
 		res.Text += e.Delta
+		return false, sink.put(StreamText, e.Delta)
 	case *events.TextMessageChunkEvent:
 		if e.Delta != nil {
 			res.Text += *e.Delta
+			return false, sink.put(StreamText, *e.Delta)
+		}
+	case *events.CustomEvent:
+		if d, ok := spokenDelta(e); ok {
+			return false, sink.put(StreamSpoken, d)
 		}
 	case *events.StateSnapshotEvent:
 		if m, ok := e.Snapshot.(map[string]any); ok {

@@ -79,6 +79,10 @@ type Options struct {
 	MaxBatchBytes int
 	JoinBudget    int
 	PartTTL       time.Duration
+	// StreamReplies says what of an utterance's answer is sent to the
+	// device while the graph writes it (stream.go): StreamSpoken (default),
+	// StreamWritten or StreamOff.
+	StreamReplies string
 }
 
 // Bridge turns device messages into AG-UI runs and answers. Handle must not
@@ -137,6 +141,13 @@ func New(o Options) (*Bridge, error) {
 		o.JoinBudget = DefaultJoinBudget
 	}
 	def(&o.PartTTL, DefaultPartTTL)
+	switch o.StreamReplies {
+	case "":
+		o.StreamReplies = StreamSpoken
+	case StreamSpoken, StreamWritten, StreamOff:
+	default:
+		return nil, fmt.Errorf("bridge: StreamReplies %q is not %q, %q or %q", o.StreamReplies, StreamSpoken, StreamWritten, StreamOff)
+	}
 	return &Bridge{o: o, m: m, log: o.Logger.With("component", "bridge"), runs: make(chan struct{}, o.MaxConcurrentRuns),
 		joins: semaphore.NewWeighted(int64(o.JoinBudget))}, nil
 }

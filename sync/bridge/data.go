@@ -54,6 +54,7 @@ func (b *Bridge) data(ctx context.Context, device, name, topic string, payload [
 		if batch.Part != nil && batch.Part.Index != batch.Part.Of {
 			return nil
 		}
+		b.dropStreamed(device, env.ID, rec)
 		return b.finish(ctx, device, env, rec)
 	}
 	if env.StoreID != "" {
@@ -125,12 +126,19 @@ func (b *Bridge) data(ctx context.Context, device, name, topic string, payload [
 	}
 	var in types.RunAgentInput
 	var lang string
+	var st *streamer
 	if typ == protocol.TypeUtterance {
 		in, lang = b.utteranceInput(device, utt), utt.Lang
+		if st, err = b.newStreamer(device, env, lang); err != nil {
+			return err
+		}
 	} else {
 		in = b.batchInput(device, batch)
 	}
-	res, attempts, err := b.runWithRetry(ctx, device, env, in, onWait)
+	res, attempts, err := b.runWithRetry(ctx, device, env, in, onWait, st)
+	if st != nil && st.err != nil {
+		return st.err // the parts sent are kept: the redelivery goes on after them
+	}
 	if err != nil && ctx.Err() != nil {
 		return ctx.Err()
 	}
@@ -141,11 +149,13 @@ func (b *Bridge) data(ctx context.Context, device, name, topic string, payload [
 		rec.State, rec.Reason = StateParked, err.Error()
 		dl = &DeadLetter{DeviceID: device, ID: env.ID, Seq: env.Seq, Topic: topic, Payload: payload,
 			Reason: err.Error(), Attempts: attempts, At: now}
+		rec.Stream = st.end(true)
 	} else {
 		rec.State = StateDone
 		if answered(res, typ) {
 			rec.Reply = b.reply(env, res, lang)
 		}
+		rec.Stream = st.end(false)
 	}
 	if env.Seq > ds.LastSeq {
 		ds.LastSeq, ds.LastID = env.Seq, env.ID
@@ -162,6 +172,7 @@ func (b *Bridge) data(ctx context.Context, device, name, topic string, payload [
 		return err
 	}
 	b.m.Stage.WithLabelValues("commit").Observe(time.Since(t0).Seconds())
+	b.dropStreamed(device, env.ID, rec)
 	if dl != nil {
 		b.m.Parked.Inc()
 		b.counted(ctx, device, typ, env, "parked")
@@ -169,6 +180,10 @@ func (b *Bridge) data(ctx context.Context, device, name, topic string, payload [
 			"id", env.ID, "seq", env.Seq, "attempts", attempts, "reason", excerptString(dl.Reason))
 	} else {
 		b.counted(ctx, device, typ, env, "run")
+	}
+	if rec.Stream != nil {
+		// The parts before the last went while the graph wrote them.
+		return b.finishFrom(ctx, device, env, rec, len(rec.Stream)-1)
 	}
 	return b.finish(ctx, device, env, rec)
 }
@@ -193,10 +208,24 @@ type handleStartKey struct{}
 // finish publishes the reply (if any), then the ack that lets the device
 // delete the message. A reply re-sent after a crash carries the same id.
 func (b *Bridge) finish(ctx context.Context, device string, env protocol.Envelope, rec Record) error {
+	return b.finishFrom(ctx, device, env, rec, 0)
+}
+
+// finishFrom is finish sending a streamed answer's parts from index skip
+// on (the ones before went while the graph wrote them).
+func (b *Bridge) finishFrom(ctx context.Context, device string, env protocol.Envelope, rec Record, skip int) error {
 	cmdTopic := protocol.Topic(device, protocol.TopicCommands)
 	t0 := time.Now()
 	var payloads [][]byte
-	if rec.Reply != nil {
+	if len(rec.Stream) > 0 {
+		for _, part := range rec.Stream[skip:] {
+			payload, err := json.Marshal(part)
+			if err != nil {
+				return fmt.Errorf("encode reply part %s: %w", part.ID, err)
+			}
+			payloads = append(payloads, payload)
+		}
+	} else if rec.Reply != nil {
 		// An answer longer than about 25 s of speech goes as numbered reply
 		// commands, in order, each acked by the device with its outcome
 		// (sized for speech: protocol.SplitReplyForSpeech).
@@ -219,7 +248,7 @@ func (b *Bridge) finish(ctx context.Context, device string, env protocol.Envelop
 	if err := b.o.Publisher.Publish(ctx, cmdTopic, payloads...); err != nil {
 		return fmt.Errorf("publish reply/ack of %s/%s: %w", device, env.ID, err)
 	}
-	if rec.Reply != nil {
+	if rec.Reply != nil || len(rec.Stream) > 0 {
 		b.m.Replies.Inc()
 	}
 	b.m.Stage.WithLabelValues("publish").Observe(time.Since(t0).Seconds())

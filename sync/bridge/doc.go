@@ -28,6 +28,11 @@
 //   - One message cannot move a device's sequence so far that its real
 //     messages are refused: a seq more than MaxSeqJump (plus the outbox the
 //     device's status reports) above its store's last is parked.
+//   - A streamed answer's parts (stream.go) are kept in the store before
+//     they are published, one at a time, in order; a part's number is
+//     never given to other words: a redelivery re-sends the parts kept
+//     and sends only the parts after them; the last part goes with the
+//     commit, and the kept parts are dropped after it.
 //   - Bad input is counted, logged with a bounded excerpt and acknowledged;
 //     nothing is ever published to a device other than the one named by the
 //     topic the message came from.
@@ -36,7 +41,9 @@
 // validate.go (the envelope and id checks), control.go (status, events,
 // dead letters, acks), data.go (an utterance or batch to its run and
 // commit), run.go (the run with retry and its input), reply.go (the answer
-// to a reply command), parts.go/pending.go (batch parts), seq.go (the
+// to a reply command), stream.go (an answer sent in parts while the graph
+// writes it), sentences.go (its cut into sentences), streamstore.go (its
+// parts kept), parts.go/pending.go (batch parts), seq.go (the
 // sequence rule), store.go/kvstore.go (the state), mqtt*.go/jetstream.go
 // (the two transports), brokeropen.go (the open-broker warning),
 // park.go/deadfiles.go/refusal.go (dead letters).

@@ -12,6 +12,7 @@ type Metrics struct {
 	Handover    prometheus.Histogram     // device created_at → handed over (ack sent)
 	Parked      prometheus.Counter       // messages parked as dead letters
 	Replies     prometheus.Counter       // reply commands published
+	StreamParts prometheus.Counter       // parts of answers streamed while the graph wrote them
 	Outcomes    *prometheus.CounterVec   // device acks to replies, by outcome
 	DeviceLag   *prometheus.GaugeVec     // per device: seconds from created_at to hand-over of its last message
 	DevicesSeen prometheus.Gauge         // devices with a worker in this process
@@ -38,6 +39,8 @@ func NewMetrics() *Metrics {
 			Help: "Messages parked as dead letters after bounded retries."}),
 		Replies: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "replies_total",
 			Help: "Reply commands published to devices."}),
+		StreamParts: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "stream_parts_total",
+			Help: "Reply parts sent while the graph was still writing the answer (before the run finished)."}),
 		Outcomes: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "reply_outcomes_total",
 			Help: "Device acks to reply commands, by outcome."}, []string{"outcome"}),
 		DeviceLag: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "device_lag_seconds",
@@ -56,7 +59,7 @@ func NewMetrics() *Metrics {
 // Register adds the collectors to r.
 func (m *Metrics) Register(r prometheus.Registerer) error {
 	for _, c := range []prometheus.Collector{m.Messages, m.BadInput, m.Runs, m.RunSeconds, m.Handover, m.Parked,
-		m.Replies, m.Outcomes, m.DeviceLag, m.DevicesSeen, m.Online, m.Retries, m.Stage} {
+		m.Replies, m.StreamParts, m.Outcomes, m.DeviceLag, m.DevicesSeen, m.Online, m.Retries, m.Stage} {
 		if err := r.Register(c); err != nil {
 			return err
 		}

@@ -19,7 +19,10 @@ import (
 
 // runWithRetry runs in until it finishes, backing off between attempts, and
 // gives up (the caller parks the message) after Retry's bounds.
-func (b *Bridge) runWithRetry(ctx context.Context, device string, env protocol.Envelope, in types.RunAgentInput, onWait func()) (agui.Result, int, error) {
+// With st (an utterance whose answer is streamed) each attempt streams
+// through it; a failure to keep or publish a part ends the retries with
+// that error (the message is redelivered, not parked).
+func (b *Bridge) runWithRetry(ctx context.Context, device string, env protocol.Envelope, in types.RunAgentInput, onWait func(), st *streamer) (agui.Result, int, error) {
 	start := time.Now()
 	backoff := b.o.Retry.Initial
 	rejects := 0
@@ -31,9 +34,18 @@ func (b *Bridge) runWithRetry(ctx context.Context, device string, env protocol.E
 		}
 		rctx, cancel := context.WithTimeout(ctx, b.o.Retry.RunTimeout)
 		t0 := time.Now()
-		res, err := b.o.Agent.Run(rctx, in)
+		var res agui.Result
+		var err error
+		if st != nil {
+			res, err = st.run(rctx, in)
+		} else {
+			res, err = b.o.Agent.Run(rctx, in)
+		}
 		cancel()
 		<-b.runs
+		if st != nil && st.err != nil {
+			return res, attempt, st.err
+		}
 		if err == nil {
 			b.m.Runs.WithLabelValues("ok").Inc()
 			b.m.RunSeconds.Observe(time.Since(t0).Seconds())

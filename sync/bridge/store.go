@@ -21,8 +21,11 @@ type Record struct {
 	StoreID string                 `json:"store_id,omitempty"`
 	State   string                 `json:"state"` // StateDone or StateParked
 	Reply   *protocol.ReplyCommand `json:"reply,omitempty"`
-	Reason  string                 `json:"reason,omitempty"` // why it was parked
-	At      time.Time              `json:"at"`
+	// Stream holds the parts of an answer streamed while the graph wrote
+	// it (stream.go), as sent; a duplicate re-sends them, not Reply.
+	Stream []protocol.ReplyCommand `json:"stream,omitempty"`
+	Reason string                  `json:"reason,omitempty"` // why it was parked
+	At     time.Time               `json:"at"`
 }
 
 // Record states.

@@ -48,19 +48,30 @@ const OutcomeMissing = "missing"
 type ReplyPart struct {
 	Reply string // id of the whole reply
 	Index int    // 1-based
-	Of    int    // 2..MaxReplyParts
+	Of    int    // 2..MaxReplyParts; 0 for a streamed part (streamparts.go)
+	// Stream: a streamed part "<Reply>.s<Index>" (Last: "…e", the last).
+	Stream, Last bool
 }
 
 // ID is the command id of the part.
-func (p ReplyPart) ID() string { return PartID(p.Reply, p.Index, p.Of) }
+func (p ReplyPart) ID() string {
+	if p.Stream {
+		return StreamPartID(p.Reply, p.Index, p.Last)
+	}
+	return PartID(p.Reply, p.Index, p.Of)
+}
 
 // PartID is the command id of part index of n of reply id.
 func PartID(id string, index, n int) string { return fmt.Sprintf("%s.p%dof%d", id, index, n) }
 
 // ParseReplyPart reads a reply command id of the form "<reply id>.p<i>of<n>"
-// (1 <= i <= n, 2 <= n <= MaxReplyParts, no leading zeros); ok is false for
-// any other id, which is a whole reply.
+// (1 <= i <= n, 2 <= n <= MaxReplyParts, no leading zeros) or a streamed
+// part's "<reply id>.s<i>[e]"; ok is false for any other id, which is a
+// whole reply.
 func ParseReplyPart(id string) (ReplyPart, bool) {
+	if p, ok := parseStreamPart(id); ok {
+		return p, true
+	}
 	dot := strings.LastIndex(id, ".p")
 	if dot <= 0 {
 		return ReplyPart{}, false

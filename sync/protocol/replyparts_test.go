@@ -12,8 +12,19 @@ func TestParseReplyPart(t *testing.T) {
 		want ReplyPart
 		ok   bool
 	}{
-		{"reply-1.p1of3", ReplyPart{"reply-1", 1, 3}, true},
-		{"a.b.p12of12", ReplyPart{"a.b", 12, 12}, true},
+		{"reply-1.p1of3", ReplyPart{Reply: "reply-1", Index: 1, Of: 3}, true},
+		{"a.b.p12of12", ReplyPart{Reply: "a.b", Index: 12, Of: 12}, true},
+		// Streamed parts: more to follow, and the last.
+		{"reply-1.s1", ReplyPart{Reply: "reply-1", Index: 1, Stream: true}, true},
+		{"reply-1.s12e", ReplyPart{Reply: "reply-1", Index: 12, Stream: true, Last: true}, true},
+		{"a.s.b.s9999", ReplyPart{Reply: "a.s.b", Index: 9999, Stream: true}, true},
+		{"reply-1.s0", ReplyPart{}, false},
+		{"reply-1.s01", ReplyPart{}, false},
+		{"reply-1.s10000", ReplyPart{}, false},
+		{"reply-1.se", ReplyPart{}, false},
+		{"reply-1.s1ee", ReplyPart{}, false},
+		{".s1", ReplyPart{}, false},
+		{"reply-1.s", ReplyPart{}, false},
 		{"reply-1.p1of1", ReplyPart{}, false},
 		{"reply-1.p0of3", ReplyPart{}, false},
 		{"reply-1.p4of3", ReplyPart{}, false},

@@ -6,7 +6,8 @@
 // Invariants:
 //   - One voice at a time, in arrival order: a single goroutine (Run) speaks;
 //     earcons queue behind speech on the same player. A reply's parts
-//     ("<id>.p<i>of<n>") are spoken together, in index order, each only
+//     ("<id>.p<i>of<n>", or streamed "<id>.s<i>" and the last "<id>.s<i>e")
+//     are spoken together, in index order, each only
 //     after the one before it ended or was declared missing (parts.go);
 //     a part's max_age counts from the end of the part before it.
 //   - A missing part is waited for at most PartWait, then said aloud and

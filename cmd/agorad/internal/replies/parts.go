@@ -17,6 +17,10 @@ import (
 // of the part before it (not from its arrival: a long answer's last part
 // arrives with the first), and says aloud when a part never came.
 
+// partID is the id of part j of p's reply that comes before p: for a
+// streamed answer the one with more to follow (protocol.StreamPartID).
+func partID(p protocol.ReplyPart, j int) string { return p.PartIDs(j)[0] }
+
 // maxGapLookups bounds the store reads spent looking for the parts before
 // one part: a forged "p9999of9999" costs at most this many.
 const maxGapLookups = 32
@@ -58,14 +62,16 @@ func (p *Player) partInfo(r buffer.Reply, open map[string]buffer.Reply) partInfo
 		}
 		return p.o.Store.GetReply(id)
 	}
-	if part.Index < part.Of {
-		if next, err := get(protocol.PartID(part.Reply, part.Index+1, part.Of)); err == nil && !next.State.Open() &&
-			next.State != buffer.ReplyExpired && next.State != buffer.ReplyDropped {
-			pi.late = true
+	if part.Index < part.Of || (part.Stream && !part.Last) {
+		for _, id := range part.PartIDs(part.Index + 1) {
+			if next, err := get(id); err == nil && !next.State.Open() &&
+				next.State != buffer.ReplyExpired && next.State != buffer.ReplyDropped {
+				pi.late = true
+			}
 		}
 	}
 	for j := part.Index - 1; j >= 1 && part.Index-j <= maxGapLookups; j-- {
-		prev, err := get(protocol.PartID(part.Reply, j, part.Of))
+		prev, err := get(partID(part, j))
 		if err != nil {
 			pi.missing = append(pi.missing, j)
 			continue
@@ -108,6 +114,9 @@ func orderParts(open []buffer.Reply) []buffer.Reply {
 	for i, r := range open {
 		if part, ok := protocol.ParseReplyPart(r.ID); ok {
 			keys[i] = key{part.Reply, part.Of}
+			if part.Stream {
+				keys[i].of = -1 // a streamed answer's parts: number unknown
+			}
 			groups[keys[i]] = append(groups[keys[i]], r)
 			found = true
 		}
@@ -144,11 +153,11 @@ func (p *Player) declareMissing(ctx context.Context, r buffer.Reply, pi partInfo
 	reason := fmt.Sprintf("%s never arrived (waited %v for it before part %d)", what, p.o.PartWait, pi.part.Index)
 	p.log.Warn("reply part missing", "reply", pi.part.Reply, "missing", what, "next", r.ID)
 	if p.o.Engine != nil {
-		if err := p.sayNotice(ctx, protocol.PartID(pi.part.Reply, hi, pi.part.Of), notice, r.Lang); err != nil {
+		if err := p.sayNotice(ctx, partID(pi.part, hi), notice, r.Lang); err != nil {
 			p.log.Warn("say that a reply part is missing", "reply", pi.part.Reply, "err", err)
 		}
 	}
-	id := protocol.PartID(pi.part.Reply, hi, pi.part.Of)
+	id := partID(pi.part, hi)
 	rec, added, err := p.o.Store.AddReply(buffer.Reply{ID: id, InReplyTo: r.InReplyTo, Text: notice, Lang: r.Lang,
 		Urgent: r.Urgent, ExpiresAt: time.Now().UTC(), State: buffer.ReplyState(protocol.OutcomeMissing)})
 	if err != nil {
@@ -163,7 +172,22 @@ func (p *Player) declareMissing(ctx context.Context, r buffer.Reply, pi partInfo
 
 // missingNotice is what the device says for missing parts lo..hi of n, and
 // how the ack names them.
+// n is 0 for a streamed answer (its length is not known).
 func missingNotice(lang string, lo, hi, n int) (notice, what string) {
+	if n == 0 {
+		if lo == hi {
+			what = fmt.Sprintf("part %d", lo)
+			if lang == "nl" {
+				return fmt.Sprintf("Deel %d van dit antwoord is niet aangekomen.", lo), what
+			}
+			return fmt.Sprintf("Part %d of this answer did not arrive.", lo), what
+		}
+		what = fmt.Sprintf("parts %d to %d", lo, hi)
+		if lang == "nl" {
+			return fmt.Sprintf("Delen %d tot en met %d van dit antwoord zijn niet aangekomen.", lo, hi), what
+		}
+		return fmt.Sprintf("Parts %d to %d of this answer did not arrive.", lo, hi), what
+	}
 	if lo == hi {
 		what = fmt.Sprintf("part %d of %d", lo, n)
 		if lang == "nl" {

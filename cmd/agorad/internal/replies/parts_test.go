@@ -81,6 +81,24 @@ func TestReplyParts(t *testing.T) {
 			receive(t, p, "r.p3of3", "three")
 			receive(t, p, "other", "another answer")
 		}, []string{"en:one", notice, "en:three", "en:another answer"}, nil},
+		// Streamed answers (ids .s<i>, the last .s<i>e): the same order and waits.
+		{"streamed parts in index order", 2, time.Minute, time.Second, func(t *testing.T, p *Player) {
+			receive(t, p, "r.s3e", "three")
+			receive(t, p, "r.s2", "two")
+			receive(t, p, "r.s1", "one")
+		}, []string{"en:one", "en:two", "en:three"}, map[string]string{"r.s3e": "spoken"}},
+		{"streamed part missing said, late copy not spoken", 2, time.Minute, 200 * time.Millisecond, func(t *testing.T, p *Player) {
+			receive(t, p, "r.s1", "one")
+			receive(t, p, "r.s3e", "three")
+			time.Sleep(600 * time.Millisecond)
+			receive(t, p, "r.s2", "two, too late")
+		}, []string{"en:one", "en:Part 2 of this answer did not arrive.", "en:three"},
+			map[string]string{"r.s2": "missing", "r.s3e": "spoken"}},
+		{"a part after the streamed one spoken comes too late", 2, time.Minute, time.Second, func(t *testing.T, p *Player) {
+			receive(t, p, "r.s2e", "two")
+			time.Sleep(1500 * time.Millisecond) // part 1 declared missing, part 2 spoken
+			receive(t, p, "r.s1", "one, too late")
+		}, []string{"en:Part 1 of this answer did not arrive.", "en:two"}, map[string]string{"r.s1": "missing"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p, spk, st := partsPlayer(t, tc.chunks, tc.maxAge, tc.partWait)
@@ -96,5 +114,34 @@ func TestReplyParts(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// Listen mode holds a streamed answer as it holds a reply: every part held,
+// one "reply waiting" earcon (on part 1), then spoken whole, in order, once
+// back in feedback mode.
+func TestStreamedPartsHeldInListenMode(t *testing.T) {
+	r := newRig(t, "", nil, 2)
+	r.mode.Store("listen")
+	r.receive(protocol.Reply{ID: "reply-u.s1", Text: "one"})
+	r.receive(protocol.Reply{ID: "reply-u.s2", Text: "two"})
+	r.receive(protocol.Reply{ID: "reply-u.s3e", Text: "three"})
+	waitFor(t, "all held", func() bool { return len(r.acks()["reply-u.s3e"]) == 1 })
+	if got := r.spk.get(); len(got) != 0 {
+		t.Errorf("played in listen mode: %q", got)
+	}
+	if n := r.earcon.Load(); n != 1 {
+		t.Errorf("%d reply-waiting earcons, want 1 for the answer", n)
+	}
+	r.mode.Store("feedback")
+	r.p.Wake()
+	waitFor(t, "spoken", func() bool { return len(r.acks()["reply-u.s3e"]) == 2 })
+	if got := r.spk.get(); strings.Join(got, "|") != "en:one|en:two|en:three" {
+		t.Errorf("played %q", got)
+	}
+	for _, id := range []string{"reply-u.s1", "reply-u.s2", "reply-u.s3e"} {
+		if acks := r.acks()[id]; !eq(acks, []string{"held", "spoken"}) {
+			t.Errorf("acks of %s: %v", id, acks)
+		}
 	}
 }
