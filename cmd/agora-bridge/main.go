@@ -173,7 +173,9 @@ func run(ctx context.Context, c Config, log *slog.Logger) error {
 	if c.JetStream.URL != "" {
 		var err error
 		js, err = bridge.ConnectJetStream(bridge.JetStreamOptions{URL: c.JetStream.URL, Partitions: c.JetStream.Partitions,
-			AckWait: time.Duration(c.JetStream.AckWait), Replicas: c.JetStream.Replicas, Logger: log})
+			AckWait: time.Duration(c.JetStream.AckWait), Replicas: c.JetStream.Replicas, Logger: log,
+			DeviceHold: time.Duration(c.JetStream.DeviceHold), MaxAsideDevices: c.JetStream.MaxAsideDevices,
+			MaxBacklog: c.Limits.MaxBacklog, MaxBacklogBytes: c.Limits.MaxBacklogBytes})
 		if err != nil {
 			return err
 		}
