@@ -148,7 +148,7 @@ func (j *JetStream) setup() error {
 func consumerName(p int) string { return "p" + strconv.Itoa(p) }
 
 // Store is the shared de-duplication store in the KV bucket.
-func (j *JetStream) Store() Store { return &KVStore{kv: j.kv} }
+func (j *JetStream) Store() Store { return &KVStore{kv: j.kv, log: j.log} }
 
 // Close closes the connection.
 func (j *JetStream) Close() { j.nc.Close() }
@@ -174,12 +174,19 @@ func (j *JetStream) topicOf(subject string) string {
 // Statuses are read from core NATS (every bridge sees all of them).
 func (j *JetStream) Run(ctx context.Context, handle func(ctx context.Context, topic string, payload []byte) error) error {
 	statusSub, err := j.nc.Subscribe("agora.v1.*.status", func(m *nats.Msg) {
-		_ = handle(ctx, strings.ReplaceAll(m.Subject, ".", "/"), m.Data)
+		if err := handle(ctx, strings.ReplaceAll(m.Subject, ".", "/"), m.Data); err != nil {
+			// Core NATS has no redelivery: the next status replaces it.
+			j.log.Warn("recording a device status failed; its next status replaces it", "subject", m.Subject, "err", err)
+		}
 	})
 	if err != nil {
 		return fmt.Errorf("subscribe to statuses: %w", err)
 	}
-	defer func() { _ = statusSub.Unsubscribe() }()
+	defer func() {
+		if err := statusSub.Unsubscribe(); err != nil {
+			j.log.Warn("ending the status subscription", "err", err)
+		}
+	}()
 	defer j.wg.Wait() // the drainers end with ctx
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
