@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -121,7 +122,8 @@ func soakHostile(t *testing.T, fleet bool) {
 		// after 2 s (its messages wait in its backlog).
 		modeCfg = "jetstream:\n  ack_wait: 5s\n  device_hold: 2s\n"
 		deadLetters = func() ([]bridge.DeadLetter, error) {
-			js, err := bridge.ConnectJetStream(bridge.JetStreamOptions{URL: n.URL(), Partitions: partitions})
+			js, err := bridge.ConnectJetStream(bridge.JetStreamOptions{URL: n.URL(), Partitions: partitions,
+				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 			if err != nil {
 				return nil, err
 			}
@@ -196,6 +198,7 @@ func soakHostile(t *testing.T, fleet bool) {
 		answered, honest           int
 		answerP50, answerMax       time.Duration
 		incompleteParked, forgedOK int
+		afterHeap                  float64
 	}
 	var rows []row
 	var seq uint64 // the hanging device's
@@ -248,6 +251,7 @@ func soakHostile(t *testing.T, fleet bool) {
 		// (part_ttl 5s); the hanging device's backlog is still there.
 		time.Sleep(12 * time.Second)
 		rss, n := scrape(t, metrics)
+		heap := lastHeapMiB
 		incomplete := 0
 		dls, err := deadLetters()
 		if err != nil {
@@ -263,11 +267,11 @@ func soakHostile(t *testing.T, fleet bool) {
 			forgedOK = 1
 		}
 		rw := row{round: r, peakRSS: peakRSS, afterRSS: rss, peakGr: peakGr, afterGr: n, answered: len(answers), honest: honest,
-			answerP50: fleetsim.Percentile(answers, 50), answerMax: fleetsim.Percentile(answers, 100), incompleteParked: incomplete, forgedOK: forgedOK}
+			answerP50: fleetsim.Percentile(answers, 50), answerMax: fleetsim.Percentile(answers, 100), incompleteParked: incomplete, forgedOK: forgedOK, afterHeap: heap}
 		rows = append(rows, rw)
-		t.Logf("round %d (%v): honest answered %d/%d (p50 %v, max %v); incomplete batches expired %d/%d; forged device's next answered %d; RSS peak %.1f after %.1f MiB; goroutines peak %d after %d",
+		t.Logf("round %d (%v): honest answered %d/%d (p50 %v, max %v); incomplete batches expired %d/%d; forged device's next answered %d; RSS peak %.1f after %.1f MiB (Go heap %.1f); goroutines peak %d after %d",
 			r, time.Since(start).Round(time.Second), rw.answered, honest, rw.answerP50.Round(time.Millisecond), rw.answerMax.Round(time.Millisecond),
-			incomplete, partial, forgedOK, peakRSS, rss, peakGr, n)
+			incomplete, partial, forgedOK, peakRSS, rss, heap, peakGr, n)
 		if rw.answered != honest {
 			t.Errorf("round %d: %d of %d honest devices answered", r, rw.answered, honest)
 		}
@@ -294,12 +298,12 @@ func soakHostile(t *testing.T, fleet bool) {
 	if dls, err := deadLetters(); err == nil {
 		t.Logf("%d dead letters", len(dls))
 	}
-	t.Logf("| round | honest answered | answer p50 / max | incomplete batches expired | forged device answered | RSS peak / after (MiB) | goroutines peak / after |")
-	t.Logf("|---|---|---|---|---|---|---|")
+	t.Logf("| round | honest answered | answer p50 / max | incomplete batches expired | forged device answered | RSS peak / after (MiB) | Go heap after (MiB) | goroutines peak / after |")
+	t.Logf("|---|---|---|---|---|---|---|---|")
 	for _, rw := range rows {
-		t.Logf("| %d | %d/%d | %v / %v | %d/%d | %d | %.1f / %.1f | %d / %d |", rw.round, rw.answered, rw.honest,
+		t.Logf("| %d | %d/%d | %v / %v | %d/%d | %d | %.1f / %.1f | %.1f | %d / %d |", rw.round, rw.answered, rw.honest,
 			rw.answerP50.Round(100*time.Millisecond), rw.answerMax.Round(100*time.Millisecond), rw.incompleteParked, partial,
-			rw.forgedOK, rw.peakRSS, rw.afterRSS, rw.peakGr, rw.afterGr)
+			rw.forgedOK, rw.peakRSS, rw.afterRSS, rw.afterHeap, rw.peakGr, rw.afterGr)
 	}
 }
 
