@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -15,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -198,7 +200,7 @@ func soakHostile(t *testing.T, fleet bool) {
 		answered, honest           int
 		answerP50, answerMax       time.Duration
 		incompleteParked, forgedOK int
-		afterHeap                  float64
+		afterHeap, stateMiB        float64
 	}
 	var rows []row
 	var seq uint64 // the hanging device's
@@ -252,6 +254,7 @@ func soakHostile(t *testing.T, fleet bool) {
 		time.Sleep(12 * time.Second)
 		rss, n := scrape(t, metrics)
 		heap := lastHeapMiB
+		stateMiB := dirMiB(state) // mosquitto mode's Badger; fleet mode keeps its state in nats-server
 		incomplete := 0
 		dls, err := deadLetters()
 		if err != nil {
@@ -267,11 +270,11 @@ func soakHostile(t *testing.T, fleet bool) {
 			forgedOK = 1
 		}
 		rw := row{round: r, peakRSS: peakRSS, afterRSS: rss, peakGr: peakGr, afterGr: n, answered: len(answers), honest: honest,
-			answerP50: fleetsim.Percentile(answers, 50), answerMax: fleetsim.Percentile(answers, 100), incompleteParked: incomplete, forgedOK: forgedOK, afterHeap: heap}
+			answerP50: fleetsim.Percentile(answers, 50), answerMax: fleetsim.Percentile(answers, 100), incompleteParked: incomplete, forgedOK: forgedOK, afterHeap: heap, stateMiB: stateMiB}
 		rows = append(rows, rw)
-		t.Logf("round %d (%v): honest answered %d/%d (p50 %v, max %v); incomplete batches expired %d/%d; forged device's next answered %d; RSS peak %.1f after %.1f MiB (Go heap %.1f); goroutines peak %d after %d",
+		t.Logf("round %d (%v): honest answered %d/%d (p50 %v, max %v); incomplete batches expired %d/%d; forged device's next answered %d; RSS peak %.1f after %.1f MiB (Go heap %.1f, state on disk %.1f); goroutines peak %d after %d",
 			r, time.Since(start).Round(time.Second), rw.answered, honest, rw.answerP50.Round(time.Millisecond), rw.answerMax.Round(time.Millisecond),
-			incomplete, partial, forgedOK, peakRSS, rss, heap, peakGr, n)
+			incomplete, partial, forgedOK, peakRSS, rss, heap, stateMiB, peakGr, n)
 		if rw.answered != honest {
 			t.Errorf("round %d: %d of %d honest devices answered", r, rw.answered, honest)
 		}
@@ -298,13 +301,30 @@ func soakHostile(t *testing.T, fleet bool) {
 	if dls, err := deadLetters(); err == nil {
 		t.Logf("%d dead letters", len(dls))
 	}
-	t.Logf("| round | honest answered | answer p50 / max | incomplete batches expired | forged device answered | RSS peak / after (MiB) | Go heap after (MiB) | goroutines peak / after |")
-	t.Logf("|---|---|---|---|---|---|---|---|")
+	t.Logf("| round | honest answered | answer p50 / max | incomplete batches expired | forged device answered | RSS peak / after (MiB) | Go heap after (MiB) | state on disk (MiB) | goroutines peak / after |")
+	t.Logf("|---|---|---|---|---|---|---|---|---|")
 	for _, rw := range rows {
-		t.Logf("| %d | %d/%d | %v / %v | %d/%d | %d | %.1f / %.1f | %.1f | %d / %d |", rw.round, rw.answered, rw.honest,
+		t.Logf("| %d | %d/%d | %v / %v | %d/%d | %d | %.1f / %.1f | %.1f | %.1f | %d / %d |", rw.round, rw.answered, rw.honest,
 			rw.answerP50.Round(100*time.Millisecond), rw.answerMax.Round(100*time.Millisecond), rw.incompleteParked, partial,
-			rw.forgedOK, rw.peakRSS, rw.afterRSS, rw.afterHeap, rw.peakGr, rw.afterGr)
+			rw.forgedOK, rw.peakRSS, rw.afterRSS, rw.afterHeap, rw.stateMiB, rw.peakGr, rw.afterGr)
 	}
+}
+
+// dirMiB is the disk space the files under dir take (blocks, as du: Badger
+// preallocates sparse files).
+func dirMiB(dir string) float64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, ierr := d.Info(); ierr == nil {
+				if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+					n += st.Blocks * 512
+				}
+			}
+		}
+		return nil // a file gone meanwhile (compaction) is not counted
+	})
+	return float64(n) / (1 << 20)
 }
 
 func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {
