@@ -32,6 +32,10 @@ type Config struct {
 		Partitions int      `yaml:"partitions"`
 		AckWait    Duration `yaml:"ack_wait"`
 		Replicas   int      `yaml:"replicas"`
+		// DeviceHold: a run going longer moves its device aside (its later
+		// messages into a backlog in the KV bucket) so the partition goes on.
+		DeviceHold      Duration `yaml:"device_hold"`
+		MaxAsideDevices int      `yaml:"max_aside_devices"`
 	} `yaml:"jetstream"`
 	Agent struct {
 		URL          string   `yaml:"url"`
@@ -94,6 +98,8 @@ func defaults() Config {
 	c.Broker.ClientID = "agora-bridge"
 	c.JetStream.Partitions = 16
 	c.JetStream.AckWait = Duration(30 * time.Second)
+	c.JetStream.DeviceHold = Duration(10 * time.Second)
+	c.JetStream.MaxAsideDevices = 1024
 	c.Agent.Timeout = Duration(2 * time.Minute)
 	c.Agent.MaxConns = 256
 	c.Agent.MaxRuns = 64
@@ -168,6 +174,12 @@ func (c *Config) validate() error {
 		}
 		if c.JetStream.Partitions < 1 || c.JetStream.Partitions > 4096 {
 			return fmt.Errorf("jetstream.partitions: %d, want 1..4096 (the server mapping's partition count)", c.JetStream.Partitions)
+		}
+		if c.JetStream.DeviceHold <= 0 {
+			return fmt.Errorf("jetstream.device_hold: %v, want > 0", time.Duration(c.JetStream.DeviceHold))
+		}
+		if c.JetStream.MaxAsideDevices < 1 {
+			return fmt.Errorf("jetstream.max_aside_devices: %d, want > 0", c.JetStream.MaxAsideDevices)
 		}
 	}
 	if c.State.Dir == "" {

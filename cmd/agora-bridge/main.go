@@ -183,6 +183,8 @@ func run(ctx context.Context, c Config, log *slog.Logger) error {
 		// One user for both of the server's listeners (natsconf).
 		js, err = bridge.ConnectJetStream(bridge.JetStreamOptions{URL: c.JetStream.URL, Partitions: c.JetStream.Partitions,
 			AckWait: time.Duration(c.JetStream.AckWait), Replicas: c.JetStream.Replicas, Logger: log,
+			DeviceHold: time.Duration(c.JetStream.DeviceHold), MaxAsideDevices: c.JetStream.MaxAsideDevices,
+			MaxBacklog: c.Limits.MaxBacklog, MaxBacklogBytes: c.Limits.MaxBacklogBytes,
 			User: c.Broker.Username, Password: mqttOpts.Password})
 		if err != nil {
 			return err

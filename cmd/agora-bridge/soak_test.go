@@ -6,6 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"io/fs"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -14,6 +16,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -90,7 +93,15 @@ func scrape(t *testing.T, addr string) (rssMiB float64, goroutines int) {
 // an honest device. Every honest device is answered (the forged one's next
 // real message too), and after each round the bridge's RSS and goroutines
 // come back down (measured from its /metrics).
-func TestFleetSoakHostile(t *testing.T) {
+func TestFleetSoakHostile(t *testing.T) { soakHostile(t, false) }
+
+// TestFleetSoakHostileNATS is the same soak in fleet mode: the devices talk
+// MQTT to nats-server, the bridge consumes JetStream partitions (8, so the
+// hanging device shares its partition with an eighth of the others) and
+// keeps its state in the KV bucket.
+func TestFleetSoakHostileNATS(t *testing.T) { soakHostile(t, true) }
+
+func soakHostile(t *testing.T, fleet bool) {
 	fleetOnly(t)
 	var (
 		rounds    = envInt("AGORA_SOAK_ROUNDS", 5)
@@ -99,31 +110,58 @@ func TestFleetSoakHostile(t *testing.T) {
 		hung      = envInt("AGORA_SOAK_HUNG", 1100)
 		partial   = envInt("AGORA_SOAK_PARTIAL", 200)
 	)
-	broker := brokertest.Start(t)
+	const partitions = 8
+	var brokerURL string
+	var modeArgs []string
+	modeCfg := ""
+	var deadLetters func() ([]bridge.DeadLetter, error)
+	state := t.TempDir()
+	if fleet {
+		n := brokertest.StartNATS(t, partitions)
+		brokerURL = n.MQTTURL()
+		modeArgs = []string{"--nats", n.URL(), "--partitions", strconv.Itoa(partitions)}
+		// device_hold: the hanging device's run frees its partition
+		// after 2 s (its messages wait in its backlog).
+		modeCfg = "jetstream:\n  ack_wait: 5s\n  device_hold: 2s\n"
+		deadLetters = func() ([]bridge.DeadLetter, error) {
+			js, err := bridge.ConnectJetStream(bridge.JetStreamOptions{URL: n.URL(), Partitions: partitions,
+				Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+			if err != nil {
+				return nil, err
+			}
+			defer js.Close()
+			return js.Store().DeadLetters(0)
+		}
+	} else {
+		broker := brokertest.Start(t)
+		brokerURL = broker.URL()
+		// Listed while the bridge runs (the dead letter files).
+		deadLetters = func() ([]bridge.DeadLetter, error) { return bridge.ReadDeadLetterFiles(state, 0) }
+	}
 	g := startGraph(t)
 	agentURL := hangingGraph(t, g.url, "hang")
 	cfg := filepath.Join(t.TempDir(), "bridge.yaml")
 	// agent.timeout bounds the hanging device's runs (each attempt) and
 	// leaves honest runs on a loaded machine their time; max_elapsed parks
 	// a hanging message after its first attempt.
-	os.WriteFile(cfg, []byte("agent:\n  timeout: 30s\nretry:\n  initial: 200ms\n  max: 1s\n  max_elapsed: 2s\n"+
+	os.WriteFile(cfg, []byte(modeCfg+"agent:\n  timeout: 30s\nretry:\n  initial: 200ms\n  max: 1s\n  max_elapsed: 2s\n"+
 		"limits:\n  part_ttl: 5s\n  worker_idle: 2s\nmetrics:\n  per_device: false\n"), 0o600)
 	metrics := freeAddr(t)
-	state := t.TempDir()
-	br := fleetsim.NewProc("bridge", "", nil, binPath, "run", "-c", cfg, "--broker", broker.URL(), "--agui-url", agentURL,
-		"--state-dir", state, "--metrics", metrics, "--log-level", "error")
+	args := append([]string{binPath, "run", "-c", cfg, "--broker", brokerURL, "--agui-url", agentURL,
+		"--state-dir", state, "--metrics", metrics, "--log-level", "error"}, modeArgs...)
+	br := fleetsim.NewProc("bridge", "", nil, args...)
 	if err := br.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(br.Stop)
 	waitUntil(t, 15*time.Second, "the bridge's metrics", func() bool { _, n := scrape(t, metrics); return n > 0 })
 	time.Sleep(500 * time.Millisecond)
-	coll, err := fleetsim.Collect(broker.URL(), "soak-collector")
+	coll, err := fleetsim.Collect(brokerURL, "soak-collector")
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer coll.Close()
-	pub := paho.NewClient(paho.NewClientOptions().AddBroker(broker.URL()).SetClientID("soak-pub").SetMaxResumePubInFlight(1000))
+	pub := paho.NewClient(paho.NewClientOptions().AddBroker(brokerURL).SetClientID("soak-pub").SetMaxResumePubInFlight(1000))
 	if tok := pub.Connect(); !tok.WaitTimeout(5*time.Second) || tok.Error() != nil {
 		t.Fatal(tok.Error())
 	}
@@ -162,6 +200,7 @@ func TestFleetSoakHostile(t *testing.T) {
 		answered, honest           int
 		answerP50, answerMax       time.Duration
 		incompleteParked, forgedOK int
+		afterHeap, stateMiB        float64
 	}
 	var rows []row
 	var seq uint64 // the hanging device's
@@ -214,9 +253,10 @@ func TestFleetSoakHostile(t *testing.T) {
 		// (part_ttl 5s); the hanging device's backlog is still there.
 		time.Sleep(12 * time.Second)
 		rss, n := scrape(t, metrics)
-		// Listed while the bridge runs (the dead letter files).
+		heap := lastHeapMiB
+		stateMiB := dirMiB(state) // mosquitto mode's Badger; fleet mode keeps its state in nats-server
 		incomplete := 0
-		dls, err := bridge.ReadDeadLetterFiles(state, 0)
+		dls, err := deadLetters()
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -230,11 +270,11 @@ func TestFleetSoakHostile(t *testing.T) {
 			forgedOK = 1
 		}
 		rw := row{round: r, peakRSS: peakRSS, afterRSS: rss, peakGr: peakGr, afterGr: n, answered: len(answers), honest: honest,
-			answerP50: fleetsim.Percentile(answers, 50), answerMax: fleetsim.Percentile(answers, 100), incompleteParked: incomplete, forgedOK: forgedOK}
+			answerP50: fleetsim.Percentile(answers, 50), answerMax: fleetsim.Percentile(answers, 100), incompleteParked: incomplete, forgedOK: forgedOK, afterHeap: heap, stateMiB: stateMiB}
 		rows = append(rows, rw)
-		t.Logf("round %d (%v): honest answered %d/%d (p50 %v, max %v); incomplete batches expired %d/%d; forged device's next answered %d; RSS peak %.1f after %.1f MiB; goroutines peak %d after %d",
+		t.Logf("round %d (%v): honest answered %d/%d (p50 %v, max %v); incomplete batches expired %d/%d; forged device's next answered %d; RSS peak %.1f after %.1f MiB (Go heap %.1f, state on disk %.1f); goroutines peak %d after %d",
 			r, time.Since(start).Round(time.Second), rw.answered, honest, rw.answerP50.Round(time.Millisecond), rw.answerMax.Round(time.Millisecond),
-			incomplete, partial, forgedOK, peakRSS, rss, peakGr, n)
+			incomplete, partial, forgedOK, peakRSS, rss, heap, stateMiB, peakGr, n)
 		if rw.answered != honest {
 			t.Errorf("round %d: %d of %d honest devices answered", r, rw.answered, honest)
 		}
@@ -258,16 +298,33 @@ func TestFleetSoakHostile(t *testing.T) {
 	if last.afterRSS > rows[0].afterRSS*1.5+20 {
 		t.Errorf("RSS after the rounds: %.1f MiB, after the first %.1f: not flat", last.afterRSS, rows[0].afterRSS)
 	}
-	if dls, err := bridge.ReadDeadLetterFiles(state, 0); err == nil {
+	if dls, err := deadLetters(); err == nil {
 		t.Logf("%d dead letters", len(dls))
 	}
-	t.Logf("| round | honest answered | answer p50 / max | incomplete batches expired | forged device answered | RSS peak / after (MiB) | goroutines peak / after |")
-	t.Logf("|---|---|---|---|---|---|---|")
+	t.Logf("| round | honest answered | answer p50 / max | incomplete batches expired | forged device answered | RSS peak / after (MiB) | Go heap after (MiB) | state on disk (MiB) | goroutines peak / after |")
+	t.Logf("|---|---|---|---|---|---|---|---|---|")
 	for _, rw := range rows {
-		t.Logf("| %d | %d/%d | %v / %v | %d/%d | %d | %.1f / %.1f | %d / %d |", rw.round, rw.answered, rw.honest,
+		t.Logf("| %d | %d/%d | %v / %v | %d/%d | %d | %.1f / %.1f | %.1f | %.1f | %d / %d |", rw.round, rw.answered, rw.honest,
 			rw.answerP50.Round(100*time.Millisecond), rw.answerMax.Round(100*time.Millisecond), rw.incompleteParked, partial,
-			rw.forgedOK, rw.peakRSS, rw.afterRSS, rw.peakGr, rw.afterGr)
+			rw.forgedOK, rw.peakRSS, rw.afterRSS, rw.afterHeap, rw.stateMiB, rw.peakGr, rw.afterGr)
 	}
+}
+
+// dirMiB is the disk space the files under dir take (blocks, as du: Badger
+// preallocates sparse files).
+func dirMiB(dir string) float64 {
+	var n int64
+	_ = filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err == nil && !d.IsDir() {
+			if fi, ierr := d.Info(); ierr == nil {
+				if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+					n += st.Blocks * 512
+				}
+			}
+		}
+		return nil // a file gone meanwhile (compaction) is not counted
+	})
+	return float64(n) / (1 << 20)
 }
 
 func waitUntil(t *testing.T, timeout time.Duration, what string, cond func() bool) {

@@ -5,8 +5,9 @@
 //
 //   - One device, one message at a time, in arrival order (= the device's
 //     seq order): the transports (MQTT: a worker per device; JetStream: one
-//     partition per device, MaxAckPending 1) never call Handle concurrently
-//     for one device.
+//     partition per device, MaxAckPending 1, and while the device has a
+//     backlog in the KV bucket only its leased drainer hands its messages
+//     over) never call Handle concurrently for one device.
 //   - A message id is run at most once per Store: Handle looks the id up
 //     before running and commits the record (with the reply) before anything
 //     is published; a duplicate re-sends the stored reply and the ack.
@@ -20,7 +21,10 @@
 //   - Bounded by construction (docs/bridge.md "Limits"): a device's worker
 //     ends when idle; past a small in-memory queue its messages wait in a
 //     bounded backlog in the state (acked to the broker once kept), so one
-//     device never holds the broker's delivery to the others; parts are
+//     device never holds the broker's delivery to the others (until its
+//     backlog is full); in fleet mode a run past DeviceHold moves its
+//     device's messages into such a backlog in the KV bucket, so it holds
+//     its partition at most that long; parts are
 //     kept only up to MaxBatchBytes and PartTTL, joins share JoinBudget.
 //   - Parts are joined only when they agree; a batch's kept parts are
 //     dropped only with the commit that runs or parks it whole (or, expired,
@@ -45,6 +49,6 @@
 // writes it), sentences.go (its cut into sentences), streamstore.go (its
 // parts kept), parts.go/pending.go (batch parts), seq.go (the
 // sequence rule), store.go/kvstore.go (the state), mqtt*.go/jetstream.go
-// (the two transports), brokeropen.go (the open-broker warning),
+// (the two transports), aside.go (fleet mode's per-device backlog), brokeropen.go (the open-broker warning),
 // park.go/deadfiles.go/refusal.go (dead letters).
 package bridge

@@ -29,6 +29,18 @@ type JetStreamOptions struct {
 	// AckWait is how long a message held by a dead bridge waits before it is
 	// redelivered to another; a live bridge extends it while it works.
 	AckWait time.Duration // default 30s
+	// DeviceHold bounds how long one device's message holds its partition:
+	// a run still going after it continues in the background and the
+	// device's later messages wait in its backlog in the KV bucket
+	// (aside.go), so the other devices of the partition go on. Default 10s.
+	DeviceHold time.Duration
+	// MaxBacklog / MaxBacklogBytes bound a device's backlog (defaults
+	// 10,000 / 64 MiB); past them the partition waits for it.
+	MaxBacklog      int
+	MaxBacklogBytes int64
+	// MaxAsideDevices bounds the devices whose backlog this bridge hands
+	// over at once (default 1,024); past it a slow run holds its partition.
+	MaxAsideDevices int
 	// User and Password authenticate to a server with an authorization
 	// block (natsconf: the bridge's user); empty: none, or those of URL.
 	User, Password string
@@ -42,6 +54,11 @@ type JetStream struct {
 	js  nats.JetStreamContext
 	kv  nats.KeyValue
 	log *slog.Logger
+	id  string // this bridge's name as a backlog owner
+
+	mu       sync.Mutex
+	drainers int            // devices whose backlog this bridge drains
+	wg       sync.WaitGroup // the drainers
 }
 
 // ConnectJetStream connects and makes sure the stream, the partition
@@ -65,6 +82,18 @@ func ConnectJetStream(o JetStreamOptions) (*JetStream, error) {
 	if o.AckWait <= 0 {
 		o.AckWait = 30 * time.Second
 	}
+	if o.DeviceHold <= 0 {
+		o.DeviceHold = 10 * time.Second
+	}
+	if o.MaxBacklog <= 0 {
+		o.MaxBacklog = 10000
+	}
+	if o.MaxBacklogBytes <= 0 {
+		o.MaxBacklogBytes = 64 << 20
+	}
+	if o.MaxAsideDevices <= 0 {
+		o.MaxAsideDevices = 1024
+	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
@@ -84,7 +113,7 @@ func ConnectJetStream(o JetStreamOptions) (*JetStream, error) {
 		nc.Close()
 		return nil, fmt.Errorf("jetstream: %w", err)
 	}
-	j := &JetStream{o: o, nc: nc, js: js, log: log}
+	j := &JetStream{o: o, nc: nc, js: js, log: log, id: nats.NewInbox()[len(nats.InboxPrefix):]}
 	if err := j.setup(); err != nil {
 		nc.Close()
 		return nil, err
@@ -127,7 +156,7 @@ func (j *JetStream) setup() error {
 func consumerName(p int) string { return "p" + strconv.Itoa(p) }
 
 // Store is the shared de-duplication store in the KV bucket.
-func (j *JetStream) Store() Store { return &KVStore{kv: j.kv} }
+func (j *JetStream) Store() Store { return &KVStore{kv: j.kv, log: j.log} }
 
 // Close closes the connection.
 func (j *JetStream) Close() { j.nc.Close() }
@@ -153,12 +182,34 @@ func (j *JetStream) topicOf(subject string) string {
 // Statuses are read from core NATS (every bridge sees all of them).
 func (j *JetStream) Run(ctx context.Context, handle func(ctx context.Context, topic string, payload []byte) error) error {
 	statusSub, err := j.nc.Subscribe("agora.v1.*.status", func(m *nats.Msg) {
-		_ = handle(ctx, strings.ReplaceAll(m.Subject, ".", "/"), m.Data)
+		if err := handle(ctx, strings.ReplaceAll(m.Subject, ".", "/"), m.Data); err != nil {
+			// Core NATS has no redelivery: the next status replaces it.
+			j.log.Warn("recording a device status failed; its next status replaces it", "subject", m.Subject, "err", err)
+		}
 	})
 	if err != nil {
 		return fmt.Errorf("subscribe to statuses: %w", err)
 	}
-	defer func() { _ = statusSub.Unsubscribe() }()
+	defer func() {
+		if err := statusSub.Unsubscribe(); err != nil {
+			j.log.Warn("ending the status subscription", "err", err)
+		}
+	}()
+	defer j.wg.Wait() // the drainers end with ctx
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	j.wg.Add(1)
+	go func() {
+		defer j.wg.Done()
+		for {
+			if err := j.claimAside(ctx, handle); err != nil {
+				j.log.Warn("looking for device backlogs to take over", "err", err)
+			}
+			if !sleepCtx(ctx, j.o.AckWait) {
+				return
+			}
+		}
+	}()
 	var wg sync.WaitGroup
 	errs := make(chan error, j.o.Partitions)
 	for p := range j.o.Partitions {
@@ -208,44 +259,107 @@ func (j *JetStream) partition(ctx context.Context, sub *nats.Subscription, handl
 	return nil
 }
 
+// one hands over one message of a partition: behind its device's backlog
+// if it has one, else directly; a run still going after DeviceHold moves
+// the device aside (aside.go) and frees the partition.
 func (j *JetStream) one(ctx context.Context, m *nats.Msg, handle func(ctx context.Context, topic string, payload []byte) error) {
 	topic := j.topicOf(m.Subject)
+	device := DeviceOf(topic)
 	stop := make(chan struct{})
-	defer close(stop)
-	go func() { // keep the message ours while we work on it
-		t := time.NewTicker(j.o.AckWait / 3)
-		defer t.Stop()
+	var stopOnce sync.Once
+	release := func() { stopOnce.Do(func() { close(stop) }) }
+	defer release()
+	go j.keepInProgress(m, stop)
+	if device != "" {
 		for {
-			select {
-			case <-stop:
+			kept, err := j.appendAside(device, topic, m.Data)
+			if err == nil && !kept {
+				break
+			}
+			if err == nil {
+				j.ack(m)
 				return
-			case <-t.C:
-				_ = m.InProgress()
+			}
+			// Full or unreadable: the device's order needs this message
+			// behind its backlog, so the partition waits.
+			j.log.Warn("keeping a message behind its device's backlog; retrying", "topic", topic, "err", err)
+			if !sleepCtx(ctx, time.Second) {
+				j.nak(m)
+				return
 			}
 		}
+	}
+	hctx, cancel := context.WithCancel(ctx)
+	res := make(chan bool, 1)
+	go func() {
+		res <- retryHandle(hctx, j.log, func(ctx context.Context) error { return handle(ctx, topic, m.Data) }, "topic", topic)
 	}()
-	backoff := 200 * time.Millisecond
-	for {
-		err := handle(ctx, topic, m.Data)
+	hold := time.NewTimer(j.o.DeviceHold)
+	defer hold.Stop()
+	select {
+	case ok := <-res:
+		cancel()
+		j.finish(m, ok)
+		return
+	case <-hold.C:
+	}
+	if device != "" && j.reserveDrainer() {
+		err := j.startAside(device, topic, m.Data)
 		if err == nil {
-			if err := m.AckSync(nats.AckWait(10 * time.Second)); err != nil {
-				// Not confirmed: it may be redelivered, and is then a duplicate.
-				j.log.Warn("ack not confirmed", "subject", m.Subject, "err", err)
-			}
+			release()
+			j.ack(m) // kept in the backlog now
+			j.log.Info("device's run outlasted device_hold: its messages wait in its backlog", "device", device,
+				"hold", j.o.DeviceHold)
+			j.wg.Add(1)
+			go func() { defer j.wg.Done(); j.drain(hctx, cancel, device, res, len(m.Data), handle) }()
 			return
 		}
-		if ctx.Err() != nil {
-			_ = m.Nak() // give it to another bridge now rather than after AckWait
-			return
-		}
-		j.log.Error("handing over failed; retrying", "topic", topic, "err", err, "in", backoff)
+		j.releaseDrainer()
+		j.log.Error("moving a slow device aside; its message holds the partition", "device", device, "err", err)
+	}
+	ok := <-res
+	cancel()
+	j.finish(m, ok)
+}
+
+// keepInProgress keeps the message ours while it is worked on (a dead
+// bridge's is redelivered after AckWait), until stop.
+func (j *JetStream) keepInProgress(m *nats.Msg, stop <-chan struct{}) {
+	t := time.NewTicker(j.o.AckWait / 3)
+	defer t.Stop()
+	for {
 		select {
-		case <-ctx.Done():
-			_ = m.Nak()
+		case <-stop:
 			return
-		case <-time.After(backoff):
+		case <-t.C:
+			if err := m.InProgress(); err != nil {
+				j.log.Warn("extending the ack wait of a message being handled; it may be redelivered to another bridge",
+					"subject", m.Subject, "err", err)
+			}
 		}
-		backoff = min(backoff*2, 10*time.Second)
+	}
+}
+
+// finish acknowledges a handed-over message, or gives it back (shutdown).
+func (j *JetStream) finish(m *nats.Msg, ok bool) {
+	if ok {
+		j.ack(m)
+	} else {
+		j.nak(m)
+	}
+}
+
+func (j *JetStream) ack(m *nats.Msg) {
+	if err := m.AckSync(nats.AckWait(10 * time.Second)); err != nil {
+		// Not confirmed: it may be redelivered, and is then a duplicate.
+		j.log.Warn("ack not confirmed", "subject", m.Subject, "err", err)
+	}
+}
+
+// nak gives the message to another bridge now rather than after AckWait.
+func (j *JetStream) nak(m *nats.Msg) {
+	if err := m.Nak(); err != nil {
+		j.log.Warn("giving a message back (nak)", "subject", m.Subject, "err", err)
 	}
 }
 

@@ -26,8 +26,19 @@ type fleetBridge struct {
 
 func startFleetBridge(t *testing.T, n *brokertest.NATS, partitions int, agentURL, name string) *fleetBridge {
 	t.Helper()
+	return startFleetBridgeWith(t, n, partitions, agentURL, name, nil)
+}
+
+// startFleetBridgeWith is startFleetBridge with JetStream options changed
+// by opt.
+func startFleetBridgeWith(t *testing.T, n *brokertest.NATS, partitions int, agentURL, name string, opt func(*bridge.JetStreamOptions)) *fleetBridge {
+	t.Helper()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	js, err := bridge.ConnectJetStream(bridge.JetStreamOptions{URL: n.URL(), Partitions: partitions, AckWait: 2 * time.Second, Logger: logger})
+	jo := bridge.JetStreamOptions{URL: n.URL(), Partitions: partitions, AckWait: 2 * time.Second, Logger: logger}
+	if opt != nil {
+		opt(&jo)
+	}
+	js, err := bridge.ConnectJetStream(jo)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sort"
 	"strings"
 
@@ -17,7 +18,10 @@ import (
 // de-duplication record last: a crash between them can at worst run the
 // message again, never skip it. Statuses live under their own key so that
 // bridges updating a device's status never overwrite its sequence record.
-type KVStore struct{ kv nats.KeyValue }
+type KVStore struct {
+	kv  nats.KeyValue
+	log *slog.Logger // what the store cleans up but cannot fail for
+}
 
 // ErrUnstorable marks a store error caused by the message itself (a key the
 // store cannot hold): Bridge parks the message instead of retrying it.
@@ -108,11 +112,21 @@ func (s *KVStore) Commit(device, id string, rec Record, ds DeviceState, dl *Dead
 	// The parts are no longer needed; left behind by a crash they are
 	// only space (a redelivered part finds the record first).
 	keys, err := s.partKeys(device, id)
-	if err == nil && len(keys) > 0 {
+	if err != nil {
+		s.log.Warn("listing a committed message's batch parts to drop them; they stay as unused space",
+			"device", device, "id", id, "err", err)
+		return nil
+	}
+	if len(keys) > 0 {
 		for _, k := range keys {
-			_ = s.kv.Purge(k)
+			if err := s.kv.Purge(k); err != nil {
+				s.log.Warn("dropping a part of a committed batch; it stays as unused space", "device", device, "id", id,
+					"key", k, "err", err)
+			}
 		}
-		_ = s.kv.Purge(kvPending(device, id))
+		if err := s.kv.Purge(kvPending(device, id)); err != nil {
+			s.log.Warn("dropping the part record of a committed batch", "device", device, "id", id, "err", err)
+		}
 	}
 	return nil
 }
@@ -140,7 +154,7 @@ func (s *KVStore) partKeys(device, id string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer func() { _ = w.Stop() }()
+	defer s.stopWatch(w, "listing batch parts")
 	var keys []string
 	for e := range w.Updates() {
 		if e == nil {
@@ -182,26 +196,35 @@ func (s *KVStore) PutDevice(device string, ds DeviceState) error {
 func (s *KVStore) DeadLetters(limit int) ([]DeadLetter, error) {
 	w, err := s.kv.Watch("x.>", nats.IgnoreDeletes())
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("list dead letters: %w", err)
 	}
-	defer func() { _ = w.Stop() }()
+	defer s.stopWatch(w, "listing dead letters")
 	var out []DeadLetter
 	for e := range w.Updates() {
 		if e == nil {
 			break // initial values done
 		}
 		var dl DeadLetter
-		if err := json.Unmarshal(e.Value(), &dl); err == nil {
-			if err := s.joinChunks(e.Key(), &dl); err != nil {
-				return nil, err
-			}
-			out = append(out, dl)
+		if err := json.Unmarshal(e.Value(), &dl); err != nil {
+			s.log.Warn("unreadable dead letter not listed", "key", e.Key(), "err", err)
+			continue
 		}
+		if err := s.joinChunks(e.Key(), &dl); err != nil {
+			return nil, err
+		}
+		out = append(out, dl)
 		if limit > 0 && len(out) >= limit {
 			break
 		}
 	}
 	return out, nil
+}
+
+// stopWatch ends a listing's watcher (its subscription on the server).
+func (s *KVStore) stopWatch(w nats.KeyWatcher, what string) {
+	if err := w.Stop(); err != nil {
+		s.log.Warn("ending a KV watcher", "while", what, "err", err)
+	}
 }
 
 // Close implements Store (the connection is the JetStream's).

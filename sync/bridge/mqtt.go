@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net/url"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
@@ -55,7 +56,7 @@ var DefaultTopics = []string{"agora/v1/+/utterances", "agora/v1/+/batches", "ago
 // message again from the broker.
 type MQTT struct {
 	o   MQTTOptions
-	cli paho.Client
+	cli atomic.Value // paho.Client, set by Run; read by Publish and Connected from other goroutines
 	log *slog.Logger
 
 	handle func(ctx context.Context, topic string, payload []byte) error
@@ -111,12 +112,13 @@ func NewMQTT(o MQTTOptions) (*MQTT, error) {
 // Publish implements Publisher: QoS 1, not retained; sends every payload,
 // then waits for all their PUBACKs.
 func (m *MQTT) Publish(ctx context.Context, topic string, payloads ...[]byte) error {
-	if m.cli == nil {
+	cli := m.client()
+	if cli == nil {
 		return errors.New("mqtt: not started")
 	}
 	toks := make([]paho.Token, len(payloads))
 	for i, p := range payloads {
-		toks[i] = m.cli.Publish(topic, 1, false, p)
+		toks[i] = cli.Publish(topic, 1, false, p)
 	}
 	timeout := time.NewTimer(m.o.PublishTimeout)
 	defer timeout.Stop()
@@ -166,8 +168,9 @@ func (m *MQTT) Run(ctx context.Context, handle func(ctx context.Context, topic s
 		}
 		m.mu.Unlock()
 	}
-	m.cli = paho.NewClient(opts)
-	tok := m.cli.Connect()
+	cli := paho.NewClient(opts)
+	m.cli.Store(cli)
+	tok := cli.Connect()
 	select {
 	case <-tok.Done():
 		if err := tok.Error(); err != nil {
@@ -179,12 +182,18 @@ func (m *MQTT) Run(ctx context.Context, handle func(ctx context.Context, topic s
 	}
 	<-ctx.Done()
 	m.wg.Wait() // workers finish (or abandon) their current message first
-	m.cli.Disconnect(500)
+	cli.Disconnect(500)
 	return nil
 }
 
+// client is the paho client once Run made it, else nil.
+func (m *MQTT) client() paho.Client {
+	c, _ := m.cli.Load().(paho.Client)
+	return c
+}
+
 // Connected reports whether the client has a live session.
-func (m *MQTT) Connected() bool { return m.cli != nil && m.cli.IsConnectionOpen() }
+func (m *MQTT) Connected() bool { c := m.client(); return c != nil && c.IsConnectionOpen() }
 
 func (m *MQTT) onConnect(c paho.Client) {
 	m.log.Info("MQTT connected")

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"context"
 	"time"
 
 	paho "github.com/eclipse/paho.mqtt.golang"
@@ -251,21 +252,6 @@ func (m *MQTT) dropHead(device string, w *worker, n uint64, size int) {
 // deliver hands one message to handle until it succeeds; false at
 // shutdown (the message stays for redelivery).
 func (m *MQTT) deliver(device, topic string, payload []byte) bool {
-	backoff := 200 * time.Millisecond
-	for {
-		err := m.handle(m.ctx, topic, payload)
-		if err == nil {
-			return true
-		}
-		if m.ctx.Err() != nil {
-			return false
-		}
-		m.log.Error("handing over failed; retrying", "device", device, "topic", topic, "err", err, "in", backoff)
-		select {
-		case <-m.ctx.Done():
-			return false
-		case <-time.After(backoff):
-		}
-		backoff = min(backoff*2, 10*time.Second)
-	}
+	return retryHandle(m.ctx, m.log, func(ctx context.Context) error { return m.handle(ctx, topic, payload) },
+		"device", device, "topic", topic)
 }

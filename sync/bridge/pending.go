@@ -144,14 +144,18 @@ func (s *KVStore) Pending(limit int) ([]PendingBatch, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list pending batches: %w", err)
 	}
-	defer func() { _ = w.Stop() }()
+	defer s.stopWatch(w, "listing incomplete batches")
 	var out []PendingBatch
 	for e := range w.Updates() {
 		if e == nil {
 			break
 		}
 		var pb PendingBatch
-		if err := json.Unmarshal(e.Value(), &pb); err != nil || !strings.HasPrefix(e.Key(), "pa.") {
+		if !strings.HasPrefix(e.Key(), "pa.") {
+			continue
+		}
+		if err := json.Unmarshal(e.Value(), &pb); err != nil {
+			s.log.Warn("unreadable incomplete-batch record not listed", "key", e.Key(), "err", err)
 			continue
 		}
 		out = append(out, pb)
