@@ -8,10 +8,13 @@ import (
 )
 
 // SpokenEvent is the name of the CUSTOM event in which a graph streams the
-// spoken version of its answer as it writes it: value {"delta": "..."} or
-// the delta as a plain string. A graph that sends none streams nothing to
-// speak (its final_spoken comes with the last state snapshot).
-const SpokenEvent = "agora.spoken_delta"
+// spoken version of its answer as it writes it: the AGORA backend's own
+// (its HAI contract: agora:spoken_text_start, _content, _end beside the
+// TEXT_MESSAGE_* events, same messageId), value {"messageId": "...",
+// "delta": "..."}, or the delta as a plain string. A graph that sends none
+// streams nothing to speak (its final_spoken comes with the last state
+// snapshot).
+const SpokenEvent = "agora:spoken_text_content"
 
 // Kinds of streamed text a Sink receives.
 const (

@@ -14,7 +14,7 @@ import (
 )
 
 // RunStream hands the written deltas, message starts and the graph's
-// spoken deltas (CUSTOM agora.spoken_delta, object or string value) to the
+// spoken deltas (CUSTOM agora:spoken_text_content, object or string value) to the
 // sink in stream order; other CUSTOM events are not spoken; a sink error
 // ends the run with that error.
 func TestRunStream(t *testing.T) {
@@ -22,9 +22,9 @@ func TestRunStream(t *testing.T) {
 	body := ev(`{"type":"RUN_STARTED","threadId":"t1","runId":"r1"}`) +
 		ev(`{"type":"TEXT_MESSAGE_START","messageId":"a","role":"assistant"}`) +
 		ev(`{"type":"TEXT_MESSAGE_CONTENT","messageId":"a","delta":"Hello "}`) +
-		ev(`{"type":"CUSTOM","name":"agora.spoken_delta","value":{"delta":"Hi "}}`) +
+		ev(`{"type":"CUSTOM","name":"agora:spoken_text_content","value":{"messageId":"m1","delta":"Hi "}}`) +
 		ev(`{"type":"TEXT_MESSAGE_CONTENT","messageId":"a","delta":"there."}`) +
-		ev(`{"type":"CUSTOM","name":"agora.spoken_delta","value":"you."}`) +
+		ev(`{"type":"CUSTOM","name":"agora:spoken_text_content","value":"you."}`) +
 		ev(`{"type":"CUSTOM","name":"something_else","value":{"delta":"no"}}`) +
 		ev(`{"type":"TEXT_MESSAGE_END","messageId":"a"}`) +
 		ev(`{"type":"RUN_FINISHED","threadId":"t1","runId":"r1"}`)
