@@ -13,6 +13,7 @@ import train
 from . import __doc__ as usage
 from .fit import fit
 from .gen import gen
+from .speech import embed_speech
 
 
 def main(argv: list[str]) -> int:
@@ -28,6 +29,7 @@ def main(argv: list[str]) -> int:
         gen(out, argv[2], langs)
     elif cmd == "embed" and len(argv) == 4:
         train.embed(out, argv[2], argv[3])
+        embed_speech(out, argv[2], argv[3])
     elif cmd == "fit":
         fit(out)
     elif cmd == "gate":
