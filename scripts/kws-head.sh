@@ -40,6 +40,7 @@ step() {
   echo "$1 $((SECONDS - t0)) s" | tee -a "$OUT/times.txt" >&2
 }
 step gen "$OUT" "$NAME" "$LANGS"
+step speech "$OUT" "$NAME" "$LANGS"
 step embed "$OUT" "$EMBED" "$KWS"
 step fit "$OUT"
 if [ "${KWS_GATE:-1}" != 0 ]; then # the gate changes the cost, not the verdict (kws.Spotter.SetGate)

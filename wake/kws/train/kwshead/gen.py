@@ -25,7 +25,6 @@ import train
 
 from .near import near_misses
 from .speak import FESTIVAL, say
-from .speech import gen_speech
 from .voices import Speaker, speakers
 
 RATE = train.RATE
@@ -52,10 +51,6 @@ class Plan:
 
 def env_int(key: str, default: int) -> int:
     return int(os.environ.get(key, str(default)))
-
-
-def env_float(key: str, default: float) -> float:
-    return float(os.environ.get(key, str(default)))
 
 
 def plan(name: str, langs: list[str], near: dict[str, list[str]], n_pos: int, n_neg: int, seed: int) -> list[Plan]:
@@ -197,8 +192,3 @@ def gen(out: Path, name: str, langs: list[str]) -> None:
     for r in rows:
         n[(r["split"], r["kind"])] += 1
     print(f"gen: {len(rows)} clips {n}; near-misses {near}", file=sys.stderr)
-    # Running speech without the name: training negatives, and apart the
-    # development hours that certify the threshold (speech.py).
-    hours = {"train": env_float("KWS_SPEECH_HOURS", 4.0), "dev": env_float("KWS_SPEECH_DEV_HOURS", 3.0)}
-    if hours["train"] > 0 or hours["dev"] > 0:
-        gen_speech(out, name, langs, hours, seed, jobs)

@@ -110,13 +110,15 @@ def make(i: int, item: tuple[str, Speaker, int, int, str], wavs: Path) -> dict[s
     local = random.Random(i * 7907 + 3)
     nrng = np.random.default_rng(i + 7)
     y = say(sp, text, rate, pitch, wavs / f"tmp{i}")
+    if len(y) < train.RATE:  # an engine that said (almost) nothing: a second of silence, not a crash
+        y = np.zeros(train.RATE, np.float32)
     if local.random() < 0.5:
         y, _ = train.speaker(y, local, nrng)
     kind = ""
-    if len(y) and local.random() < 0.3:
+    if np.any(y) and local.random() < 0.3:
         kind = local.choice(["white", "pink", "brown", "hum"])
         y = y + train.at_snr(y, train.noise(kind, len(y), nrng), local.uniform(5, 25))
-    peak = float(np.max(np.abs(y))) if len(y) else 1.0
+    peak = float(np.max(np.abs(y)))
     y = y * (local.uniform(0.1, 0.9) / (peak + 1e-9))
     f = f"s{i:05d}.wav"
     train.write_wav(wavs / f, y)

@@ -39,7 +39,12 @@ def test_tiny_recipe(tmp_path: Path) -> None:
     }
     out = tmp_path / "out"
     train_dir = ROOT / "wake" / "kws" / "train"
-    for args in (["gen", str(out), "jarvis", "en"], ["embed", str(out), str(embed), str(KWS)], ["fit", str(out)]):
+    for args in (
+        ["gen", str(out), "jarvis", "en"],
+        ["speech", str(out), "jarvis", "en"],
+        ["embed", str(out), str(embed), str(KWS)],
+        ["fit", str(out)],
+    ):
         subprocess.run([sys.executable, "-m", "kwshead", *args], cwd=train_dir, env=env, check=True)
     head = json.loads((out / "head.json").read_text())
     assert head["name"] == "jarvis" and head["format"] == "agorad-kws-head/1"
