@@ -225,7 +225,8 @@ def fit(out: Path) -> None:
     name = meta.get("name", "name")
     trained = (
         f"kwshead recipe for {name!r} ({','.join(meta.get('langs', []))}), seed {meta.get('seed')}: "
-        f"{len(tr)} training clips, mean of {len(nets)} networks ({os.environ.get('KWS_MEMBERS', '64:1,64:2')}), "
+        f"{len(tr)} training clips and paragraphs of running speech, "
+        f"mean of {len(nets)} networks ({os.environ.get('KWS_MEMBERS', '64:1,64:2')}), "
         f"threshold {thr:.6f} chosen on the development speakers at {fa} false accepts an hour; " + "; ".join(lines)
     )
     train.write_head(out / "head.json", mlp, thr, trained, {})
