@@ -14,6 +14,10 @@
 #   KWS_MEMBERS  networks of the head, hidden:seed,... (default 64:1,64:2)
 #   KWS_EPOCHS, KWS_PATIENCE  epochs at most, and without a better dev recall
 #   KWS_FA_PER_HOUR  false accepts an hour of dev negatives the threshold allows (0.5)
+#   KWS_SPEECH_HOURS, KWS_SPEECH_DEV_HOURS  hours of running speech without the
+#     name, for the training and (other voices, other sentences) for the
+#     threshold (default 4 and 3); KWS_SPEECH_STRIDE  every how many of its
+#     windows the training takes (2; 0: none, the threshold still counts them)
 #   KWS_GATE=0  no gate (it saves CPU at run time, never changes a verdict)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +40,7 @@ step() {
   echo "$1 $((SECONDS - t0)) s" | tee -a "$OUT/times.txt" >&2
 }
 step gen "$OUT" "$NAME" "$LANGS"
+step speech "$OUT" "$NAME" "$LANGS"
 step embed "$OUT" "$EMBED" "$KWS"
 step fit "$OUT"
 if [ "${KWS_GATE:-1}" != 0 ]; then # the gate changes the cost, not the verdict (kws.Spotter.SetGate)

@@ -2,6 +2,7 @@
 """kwshead: the keyword spotter's recipe for any name, from its text alone.
 
     python -m kwshead gen   OUT NAME LANGS   plan and synthesise the clips (train and dev speakers apart)
+    python -m kwshead speech OUT NAME LANGS  hours of running speech without the name (train and dev apart)
     python -m kwshead embed OUT EMBED KWS    embed them with the daemon's front end
     python -m kwshead fit   OUT              fit the head, choose its threshold on the dev split
     python -m kwshead gate  OUT              teach the gate the head's logit

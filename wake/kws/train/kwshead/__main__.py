@@ -13,6 +13,7 @@ import train
 from . import __doc__ as usage
 from .fit import fit
 from .gen import gen
+from .speech import embed_speech, gen_speech
 
 
 def main(argv: list[str]) -> int:
@@ -26,8 +27,19 @@ def main(argv: list[str]) -> int:
         meta = {"name": argv[2], "langs": langs, "seed": int(os.environ.get("KWS_SEED", "1"))}
         (out / "meta.json").write_text(json.dumps(meta) + "\n")
         gen(out, argv[2], langs)
+    elif cmd == "speech" and len(argv) == 4:
+        # Running speech without the name: training negatives, and apart
+        # the development hours that certify the threshold (speech.py).
+        hours = {
+            "train": float(os.environ.get("KWS_SPEECH_HOURS", "4")),
+            "dev": float(os.environ.get("KWS_SPEECH_DEV_HOURS", "3")),
+        }
+        seed = int(os.environ.get("KWS_SEED", "1"))
+        langs = [x for x in argv[3].split(",") if x]
+        gen_speech(out, argv[2], langs, hours, seed, int(os.environ.get("KWS_JOBS", str(os.cpu_count() or 2))))
     elif cmd == "embed" and len(argv) == 4:
         train.embed(out, argv[2], argv[3])
+        embed_speech(out, argv[2], argv[3])
     elif cmd == "fit":
         fit(out)
     elif cmd == "gate":

@@ -4,8 +4,12 @@ development speakers', and chooses the threshold there.
 
 The threshold is the lowest at which the development split's ordinary
 negatives (carrier sentences and noise, by speakers the head never heard)
-wake the head at most KWS_FA_PER_HOUR times an hour (default 0.5: with
-under two hours of them, none may). The near-miss words (near.txt) are
+and its hours of running speech (speech.py: voices and sentences the
+training never had) wake the head at most KWS_FA_PER_HOUR times an hour
+(default 0.5: with under two hours of them, none may). In running speech
+each EVENT seconds count as one chance to wake (bench/realwords counts
+at most one false accept per 1.5 s). The training's running speech
+(every KWS_SPEECH_STRIDE-th window) is among its negatives. The near-miss words (near.txt) are
 negatives of the training, but not of this rule: the target is false
 accepts in ordinary speech, and a word one sound off the name ("commuter")
 would otherwise set the threshold alone; the report gives how many of
@@ -23,7 +27,11 @@ from pathlib import Path
 import numpy as np
 import train
 
+from . import speech
+
 Data = list[tuple[dict[str, str], np.ndarray, np.ndarray, np.ndarray]]
+Speech = list[tuple[dict[str, str], np.ndarray, np.ndarray]]
+EVENT = 1.5  # seconds: at most one false accept an event, as bench/realwords counts them
 
 
 def members() -> list[tuple[int, int]]:
@@ -70,17 +78,51 @@ def is_near(row: dict[str, str], near: set[str]) -> bool:
     return row["kind"] == "neg" and bool(near & set(row.get("text", "").lower().split()))
 
 
-def dev_recall(mlp: train.MLP, dev: Data, fa_per_hour: float, near: set[str]) -> tuple[float, float]:
+def scores(mlp: train.MLP, x: np.ndarray) -> np.ndarray:
+    return np.concatenate([mlp.forward(x[i : i + 8192])[1] for i in range(0, len(x), 8192)]) if len(x) else np.zeros(0)
+
+
+def events(mlp: train.MLP, paras: Speech) -> np.ndarray:
+    """The best score of each EVENT seconds of each paragraph: a
+    threshold under k of them wakes the head at most k times there (an
+    event across two blocks counts twice: on the safe side)."""
+    out = []
+    for _, x, ends in paras:
+        if not len(x):
+            continue
+        s = scores(mlp, x)
+        hop = float(np.median(np.diff(ends))) if len(ends) > 1 else 1280.0
+        block = max(1, round(EVENT * train.RATE / hop))
+        pad = (-len(s)) % block
+        out.append(np.pad(s, (0, pad)).reshape(-1, block).max(1))
+    return np.concatenate(out) if out else np.zeros(0)
+
+
+def speech_hours(paras: Speech) -> float:
+    return sum(float(r["seconds"]) for r, _, _ in paras) / 3600
+
+
+def dev_recall(mlp: train.MLP, dev: Data, fa_per_hour: float, near: set[str], paras: Speech) -> tuple[float, float]:
+    """Recall of the development positives at the threshold that their
+    ordinary negatives and running speech (paras) set."""
     s = clip_max(mlp, dev)
     pos = np.array([d[0]["kind"] == "pos" for d in dev])
     ordinary = np.array([d[0]["kind"] == "neg" and not is_near(d[0], near) for d in dev])
-    hours = sum(seconds(d) for d, o in zip(dev, ordinary, strict=True) if o) / 3600
-    t = threshold(s[ordinary], hours, fa_per_hour)
+    hours = sum(seconds(d) for d, o in zip(dev, ordinary, strict=True) if o) / 3600 + speech_hours(paras)
+    t = threshold(np.concatenate([s[ordinary], events(mlp, paras)]), hours, fa_per_hour)
     return float(np.mean(s[pos] >= t)), t
 
 
 def fit_one(
-    xs: np.ndarray, ys: np.ndarray, w: np.ndarray, dev: Data, hidden: int, seed: int, fa: float, near: set[str]
+    xs: np.ndarray,
+    ys: np.ndarray,
+    w: np.ndarray,
+    dev: Data,
+    hidden: int,
+    seed: int,
+    fa: float,
+    near: set[str],
+    paras: Speech,
 ) -> train.MLP:
     """Adam with input noise (train.NOISE_SD), a step every batch; each
     epoch scored on the development split, the best kept."""
@@ -110,7 +152,7 @@ def fit_one(
                 mom[j] = 0.9 * mom[j] + 0.1 * gr
                 vel[j] = 0.999 * vel[j] + 0.001 * gr * gr
                 params[j] -= lr * (mom[j] / (1 - 0.9**t)) / (np.sqrt(vel[j] / (1 - 0.999**t)) + 1e-8)
-        rec, thr = dev_recall(m, dev, fa, near)
+        rec, thr = dev_recall(m, dev, fa, near, paras)
         print(f"fit: {hidden}:{seed} epoch {ep + 1}: dev recall {rec:.3f} at {thr:.4f}", file=sys.stderr)
         if (rec, -thr) > (best[0], -best[1]):
             best, best_state, since = (rec, thr), ([x.copy() for x in m.w], [x.copy() for x in m.b]), 0
@@ -123,9 +165,14 @@ def fit_one(
     return m
 
 
-def report(mlp: train.MLP, data: Data, thr: float, near: set[str]) -> list[str]:
+def report(mlp: train.MLP, data: Data, thr: float, near: set[str], paras: Speech) -> list[str]:
     s = clip_max(mlp, data)
     lines = []
+    for split in ("train", "dev"):
+        sel = [p for p in paras if p[0]["split"] == split]
+        if sel:
+            n, h = int(np.sum(events(mlp, sel) >= thr)), speech_hours(sel)
+            lines.append(f"{split} running speech: {n} false accepts in {h:.2f} h ({n / max(h, 1e-9):.2f}/h)")
     for split in ("train", "dev"):
         for lang in sorted({d[0]["lang"] for d in data}):
             sel = [(d, v) for d, v in zip(data, s, strict=True) if d[0]["split"] == split and d[0]["lang"] == lang]
@@ -148,6 +195,15 @@ def fit(out: Path) -> None:
     data = train.dataset(out)
     tr = [d for d in data if d[0]["split"] == "train"]
     dev = [d for d in data if d[0]["split"] == "dev"]
+    paras = speech.load(out)
+    stride = int(os.environ.get("KWS_SPEECH_STRIDE", "2"))  # neighbouring windows are near copies
+    if stride > 0:  # KWS_SPEECH_STRIDE=0: no running speech in the training (the lever off)
+        tr += [
+            (r, x[::stride], np.zeros(len(x[::stride]), np.int8), e[::stride])
+            for r, x, e in paras
+            if r["split"] == "train"
+        ]
+    dev_paras = [p for p in paras if p[0]["split"] == "dev"]
     xs, ys, w = stack(tr)
     fa = float(os.environ.get("KWS_FA_PER_HOUR", "0.5"))
     near_file = out / "near.txt"
@@ -156,16 +212,21 @@ def fit(out: Path) -> None:
         if near_file.exists()
         else set()
     )
-    print(f"fit: {len(tr)} training clips ({len(xs)} windows), {len(dev)} development clips", file=sys.stderr)
-    nets = [fit_one(xs, ys, w, dev, h, seed, fa, near) for h, seed in members()]
+    print(
+        f"fit: {len(tr)} training clips and paragraphs ({len(xs)} windows), {len(dev)} development clips, "
+        f"{speech_hours(dev_paras):.2f} h of development speech",
+        file=sys.stderr,
+    )
+    nets = [fit_one(xs, ys, w, dev, h, seed, fa, near, dev_paras) for h, seed in members()]
     mlp = train.MLP.mean(nets)
-    rec, thr = dev_recall(mlp, dev, fa, near)
-    lines = report(mlp, data, thr, near)
+    rec, thr = dev_recall(mlp, dev, fa, near, dev_paras)
+    lines = report(mlp, data, thr, near, paras)
     meta = json.loads((out / "meta.json").read_text()) if (out / "meta.json").exists() else {}
     name = meta.get("name", "name")
     trained = (
         f"kwshead recipe for {name!r} ({','.join(meta.get('langs', []))}), seed {meta.get('seed')}: "
-        f"{len(tr)} training clips, mean of {len(nets)} networks ({os.environ.get('KWS_MEMBERS', '64:1,64:2')}), "
+        f"{len(tr)} training clips and paragraphs of running speech, "
+        f"mean of {len(nets)} networks ({os.environ.get('KWS_MEMBERS', '64:1,64:2')}), "
         f"threshold {thr:.6f} chosen on the development speakers at {fa} false accepts an hour; " + "; ".join(lines)
     )
     train.write_head(out / "head.json", mlp, thr, trained, {})

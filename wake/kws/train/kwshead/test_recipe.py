@@ -34,14 +34,22 @@ def test_tiny_recipe(tmp_path: Path) -> None:
         "KWS_MEMBERS": "16:1",
         "KWS_EPOCHS": "2",
         "KWS_NEAR": "5",
+        "KWS_SPEECH_HOURS": "0.03",
+        "KWS_SPEECH_DEV_HOURS": "0.03",
     }
     out = tmp_path / "out"
     train_dir = ROOT / "wake" / "kws" / "train"
-    for args in (["gen", str(out), "jarvis", "en"], ["embed", str(out), str(embed), str(KWS)], ["fit", str(out)]):
+    for args in (
+        ["gen", str(out), "jarvis", "en"],
+        ["speech", str(out), "jarvis", "en"],
+        ["embed", str(out), str(embed), str(KWS)],
+        ["fit", str(out)],
+    ):
         subprocess.run([sys.executable, "-m", "kwshead", *args], cwd=train_dir, env=env, check=True)
     head = json.loads((out / "head.json").read_text())
     assert head["name"] == "jarvis" and head["format"] == "agorad-kws-head/1"
     assert 0.5 <= head["threshold"] < 1
     report = (out / "report.txt").read_text()
     assert "dev en: recall" in report and "train en: recall" in report
+    assert "dev running speech:" in report and "train running speech:" in report
     assert len((out / "near.txt").read_text().splitlines()) == 5
