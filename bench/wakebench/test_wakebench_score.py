@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import sys
 import wave
@@ -10,8 +11,12 @@ from pathlib import Path
 
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import score
+# Loaded under a name of its own: bench/wordtimes has a score.py too, and
+# pytest runs both directories in one process.
+_spec = importlib.util.spec_from_file_location("wakebench_score", Path(__file__).resolve().parent / "score.py")
+assert _spec and _spec.loader
+score = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(score)
 
 COLS = ("file", "set", "lang", "position", "kind", "remainder")
 
