@@ -41,6 +41,11 @@ type segment struct {
 	t0, t1 int64
 	text   string
 	tokens []token
+	// untimed: whisper closed the segment with no timestamp token, so t1
+	// is not a time it heard but whisper.cpp's default, the end of its
+	// 30 s chunk (a prompt makes whisper base write Dutch without
+	// timestamps: window.go).
+	untimed bool
 }
 
 // piece is the text gathered for one utterance and its tokens' probabilities.

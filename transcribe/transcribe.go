@@ -588,12 +588,14 @@ func (t *Transcriber) decode(ctx context.Context, w *wctx, params *whisper.Param
 		}
 		return nil, err
 	}
-	eot := w.ctx.Whisper_token_eot()
+	eot, beg := w.ctx.Whisper_token_eot(), w.ctx.Whisper_token_beg()
 	segs := make([]segment, w.ctx.Whisper_full_n_segments())
 	for s := range segs {
 		seg := segment{t0: w.ctx.Whisper_full_get_segment_t0(s), t1: w.ctx.Whisper_full_get_segment_t1(s),
 			text: w.ctx.Whisper_full_get_segment_text(s)}
-		for k := 0; k < w.ctx.Whisper_full_n_tokens(s); k++ {
+		n := w.ctx.Whisper_full_n_tokens(s)
+		seg.untimed = n == 0 || w.ctx.Whisper_full_get_token_id(s, n-1) <= beg
+		for k := 0; k < n; k++ {
 			if w.ctx.Whisper_full_get_token_id(s, k) >= eot { // special and timestamp tokens
 				continue
 			}

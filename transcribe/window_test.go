@@ -76,6 +76,11 @@ func TestSteppedBroken(t *testing.T) {
 		{"ends at the window's edge", []segment{seg(0, 1024, "open")}, 1, "ends"},
 		{"first segment fine, second at the edge", []segment{ok, seg(250, 1000, "open")}, 1, "ends"},
 		{"repeats itself", []segment{loop}, 1, "compression"},
+		// whisper.cpp's end of a segment it closed with no timestamp
+		{"no closing timestamp (30 s)", []segment{untimed(seg(0, 3000, "de", "deur", "is", "open"))}, 1, ""},
+		{"timestamped first, then untimed", []segment{ok, untimed(seg(250, 3000, "open"))}, 1, ""},
+		{"no closing timestamp, repeats itself", []segment{untimed(segment{t0: 0, t1: 3000, text: loop.text})}, 1, "compression"},
+		{"no closing timestamp, second pass", []segment{untimed(seg(0, 3000, "open"))}, 2, "passes"},
 	} {
 		why := steppedBroken(tc.segs, tc.passes, 512)
 		if (tc.broken == "") != (why == "") || !strings.Contains(why, tc.broken) {
@@ -134,4 +139,10 @@ func TestRealSteppedWindow(t *testing.T) {
 	if errs > words/10 {
 		t.Errorf("steps: %d of the full window's %d words differ, want at most a tenth", errs, words)
 	}
+}
+
+// untimed is s as whisper gives a segment it closed with no timestamp.
+func untimed(s segment) segment {
+	s.untimed = true
+	return s
 }
