@@ -55,49 +55,66 @@ func TestTurnEndsWhenTheSentenceEnds(t *testing.T) {
 		{"complete question", question, true},
 		{"unfinished phrase", unfinished, false},
 	}
+	// turn runs one daemon on speech and returns what it published and how
+	// long after the end of speech the turn ended.
+	turn := func(t *testing.T, speech []float32) (string, float64, *configs.Config) {
+		broker := brokertest.Start(t)
+		cfg := replyConfig(t, broker.URL())
+		cfg.Input.Source = "default" // replaced by src
+		cfg.Input.HandsFree = true
+		if cfg.Segment.CompleteWait == 0 {
+			t.Fatal("segment.complete_wait is off in the default configuration")
+		}
+		// A long hangover, so that on a loaded machine whisper's
+		// speculative run (which decides) is done well before it.
+		cfg.Segment.Hangover = configs.Duration(3 * time.Second)
+		be := newBackend(t, broker, cfg.DeviceID)
+		src := &pacedSource{speaking: func() bool { return false }}
+		d, stop := runDaemon(t, Options{Config: cfg, Transcriber: whisper(t),
+			OpenSource: func(context.Context) (audio.Source, error) { return src, nil }})
+		defer stop()
+		time.Sleep(300 * time.Millisecond)
+		src.say(speech)
+		if _, ok := be.utterances.WaitCount(1, 60*time.Second); !ok {
+			t.Fatal("nothing published")
+		}
+		time.Sleep(cfg.Segment.Hangover.D() + 500*time.Millisecond) // a second utterance would be here by now
+		msgs := be.utterances.Messages()
+		if len(msgs) != 1 {
+			t.Fatalf("%d utterances published, want one", len(msgs))
+		}
+		var u struct{ Text string }
+		if err := json.Unmarshal(msgs[0].Payload, &u); err != nil {
+			t.Fatal(err)
+		}
+		return u.Text, stageSeconds(t, d)[turns.TurnEnd].GetSampleSum(), cfg
+	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			broker := brokertest.Start(t)
-			cfg := replyConfig(t, broker.URL())
-			cfg.Input.Source = "default" // replaced by src
-			cfg.Input.HandsFree = true
-			if cfg.Segment.CompleteWait == 0 {
-				t.Fatal("segment.complete_wait is off in the default configuration")
+			// The daemon's whisper hears the cut phrase a little differently
+			// from the cutter's (the segmenter's padding, the speculative
+			// preview's timing): in a fresh root it once wrote "What's the
+			// temperature of this?". Whatever it wrote, the turn must end as
+			// the rule says for that text; the case is the one asked for
+			// only when the text is, so up to three daemons try.
+			for attempt := 1; attempt <= 3; attempt++ {
+				text, te, cfg := turn(t, tc.speech)
+				hang, short := cfg.Segment.Hangover.D().Seconds(), cfg.Segment.CompleteWait.D().Seconds()
+				complete := turnend.Complete(text)
+				t.Logf("%q (complete: %v): turn ended %.3f s after the end of speech (complete_wait %.1f s, hangover %.1f s)",
+					text, complete, te, short, hang)
+				switch {
+				case complete && (te < short-0.1 || te > hang-0.1):
+					t.Errorf("%q is complete: turn ended %.3f s after speech, want from complete_wait (%.1f s) to well before the hangover (%.1f s)", text, te, short, hang)
+				case !complete && te < hang-0.1:
+					t.Errorf("%q is unfinished: turn ended %.3f s after speech, before the hangover (%.1f s)", text, te, hang)
+				}
+				if complete == tc.early {
+					return
+				}
+				t.Logf("attempt %d: whisper heard %q, complete %v; the case needs %v", attempt, text, complete, tc.early)
 			}
-			// A long hangover, so that on a loaded machine whisper's
-			// speculative run (which decides) is done well before it.
-			cfg.Segment.Hangover = configs.Duration(3 * time.Second)
-			be := newBackend(t, broker, cfg.DeviceID)
-			src := &pacedSource{speaking: func() bool { return false }}
-			d, _ := runDaemon(t, Options{Config: cfg, Transcriber: whisper(t),
-				OpenSource: func(context.Context) (audio.Source, error) { return src, nil }})
-			time.Sleep(300 * time.Millisecond)
-			src.say(tc.speech)
-			if _, ok := be.utterances.WaitCount(1, 60*time.Second); !ok {
-				t.Fatal("nothing published")
-			}
-			time.Sleep(cfg.Segment.Hangover.D() + 500*time.Millisecond) // a second utterance would be here by now
-			msgs := be.utterances.Messages()
-			if len(msgs) != 1 {
-				t.Fatalf("%d utterances published, want one", len(msgs))
-			}
-			var u struct{ Text string }
-			if err := json.Unmarshal(msgs[0].Payload, &u); err != nil {
-				t.Fatal(err)
-			}
-			te := stageSeconds(t, d)[turns.TurnEnd].GetSampleSum()
-			hang, short := cfg.Segment.Hangover.D().Seconds(), cfg.Segment.CompleteWait.D().Seconds()
-			t.Logf("%q (complete: %v): turn ended %.3f s after the end of speech (complete_wait %.1f s, hangover %.1f s)",
-				u.Text, turnend.Complete(u.Text), te, short, hang)
-			if turnend.Complete(u.Text) != tc.early {
-				t.Fatalf("whisper heard %q: complete %v, the case needs %v", u.Text, !tc.early, tc.early)
-			}
-			switch {
-			case tc.early && (te < short-0.1 || te > hang-0.1):
-				t.Errorf("complete question: turn ended %.3f s after speech, want from complete_wait (%.1f s) to well before the hangover (%.1f s)", te, short, hang)
-			case !tc.early && te < hang-0.1:
-				t.Errorf("unfinished phrase: turn ended %.3f s after speech, before the hangover (%.1f s)", te, hang)
-			}
+			t.Skipf("whisper never heard the case (complete %v) in 3 daemons: the rule held for what it heard, the case was not exercised", tc.early)
 		})
 	}
 }
