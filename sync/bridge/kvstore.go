@@ -150,11 +150,17 @@ func (s *KVStore) BySeq(device, storeID string, seq uint64) (string, bool, error
 }
 
 func (s *KVStore) partKeys(device, id string) ([]string, error) {
-	w, err := s.kv.Watch(fmt.Sprintf("p.%s.%s.*", kvDev(device), id), nats.IgnoreDeletes(), nats.MetaOnly())
+	return s.keysMatching(fmt.Sprintf("p.%s.%s.*", kvDev(device), id), "listing batch parts")
+}
+
+// keysMatching lists the keys of pattern in order (what: for the log
+// line of a watcher that does not stop).
+func (s *KVStore) keysMatching(pattern, what string) ([]string, error) {
+	w, err := s.kv.Watch(pattern, nats.IgnoreDeletes(), nats.MetaOnly())
 	if err != nil {
 		return nil, err
 	}
-	defer s.stopWatch(w, "listing batch parts")
+	defer s.stopWatch(w, what)
 	var keys []string
 	for e := range w.Updates() {
 		if e == nil {
@@ -172,14 +178,20 @@ func (s *KVStore) Parts(device, id string) ([][]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list parts of %s/%s: %w", device, id, err)
 	}
-	var out [][]byte
+	return s.values(keys, "part")
+}
+
+// values reads keys in order; a key deleted since it was listed is left
+// out.
+func (s *KVStore) values(keys []string, what string) ([][]byte, error) {
+	out := make([][]byte, 0, len(keys))
 	for _, k := range keys {
 		e, err := s.kv.Get(k)
 		if errors.Is(err, nats.ErrKeyNotFound) {
 			continue
 		}
 		if err != nil {
-			return nil, fmt.Errorf("read part %s: %w", k, err)
+			return nil, fmt.Errorf("read %s %s: %w", what, k, err)
 		}
 		out = append(out, e.Value())
 	}

@@ -271,9 +271,18 @@ func (s *BadgerStore) BySeq(device, storeID string, seq uint64) (string, bool, e
 
 // Parts implements Store.
 func (s *BadgerStore) Parts(device, id string) ([][]byte, error) {
+	out, err := s.values(partPrefix(device, id))
+	if err != nil {
+		return nil, fmt.Errorf("read parts of %s/%s: %w", device, id, err)
+	}
+	return out, nil
+}
+
+// values reads the values under prefix in key order.
+func (s *BadgerStore) values(prefix []byte) ([][]byte, error) {
 	var out [][]byte
 	err := s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: partPrefix(device, id), PrefetchValues: true, PrefetchSize: 16})
+		it := txn.NewIterator(badger.IteratorOptions{Prefix: prefix, PrefetchValues: true, PrefetchSize: 16})
 		defer it.Close()
 		for it.Rewind(); it.Valid(); it.Next() {
 			v, err := it.Item().ValueCopy(nil)
@@ -284,10 +293,7 @@ func (s *BadgerStore) Parts(device, id string) ([][]byte, error) {
 		}
 		return nil
 	})
-	if err != nil {
-		return nil, fmt.Errorf("read parts of %s/%s: %w", device, id, err)
-	}
-	return out, nil
+	return out, err
 }
 
 // PutDevice stores the device's state alone (status updates).

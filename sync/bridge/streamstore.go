@@ -1,12 +1,9 @@
 package bridge
 
 import (
-	"errors"
 	"fmt"
-	"sort"
 
 	"github.com/dgraph-io/badger/v4"
-	"github.com/nats-io/nats.go"
 )
 
 // streamStore keeps the parts of an answer being streamed (stream.go): each
@@ -36,19 +33,7 @@ func (s *BadgerStore) PutStreamPart(device, id string, index int, payload []byte
 
 // StreamParts implements streamStore.
 func (s *BadgerStore) StreamParts(device, id string) ([][]byte, error) {
-	var out [][]byte
-	err := s.db.View(func(txn *badger.Txn) error {
-		it := txn.NewIterator(badger.IteratorOptions{Prefix: streamPrefix(device, id), PrefetchValues: true, PrefetchSize: 16})
-		defer it.Close()
-		for it.Rewind(); it.Valid(); it.Next() {
-			v, err := it.Item().ValueCopy(nil)
-			if err != nil {
-				return err
-			}
-			out = append(out, v)
-		}
-		return nil
-	})
+	out, err := s.values(streamPrefix(device, id))
 	if err != nil {
 		return nil, fmt.Errorf("read streamed parts of %s/%s: %w", device, id, err)
 	}
@@ -76,20 +61,8 @@ func (s *KVStore) PutStreamPart(device, id string, index int, payload []byte) er
 }
 
 func (s *KVStore) streamKeys(device, id string) ([]string, error) {
-	w, err := s.kv.Watch(fmt.Sprintf("sp.%s.%s.*", kvDev(device), id), nats.IgnoreDeletes(), nats.MetaOnly())
-	if err != nil {
-		return nil, unstorable(err)
-	}
-	defer func() { _ = w.Stop() }()
-	var keys []string
-	for e := range w.Updates() {
-		if e == nil {
-			break
-		}
-		keys = append(keys, e.Key())
-	}
-	sort.Strings(keys)
-	return keys, nil
+	keys, err := s.keysMatching(fmt.Sprintf("sp.%s.%s.*", kvDev(device), id), "listing streamed parts")
+	return keys, unstorable(err)
 }
 
 // StreamParts implements streamStore.
@@ -98,18 +71,7 @@ func (s *KVStore) StreamParts(device, id string) ([][]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list streamed parts of %s/%s: %w", device, id, err)
 	}
-	out := make([][]byte, 0, len(keys))
-	for _, k := range keys {
-		e, err := s.kv.Get(k)
-		if errors.Is(err, nats.ErrKeyNotFound) {
-			continue
-		}
-		if err != nil {
-			return nil, fmt.Errorf("read streamed part %s: %w", k, err)
-		}
-		out = append(out, e.Value())
-	}
-	return out, nil
+	return s.values(keys, "streamed part")
 }
 
 // DropStreamParts implements streamStore.
