@@ -259,3 +259,32 @@ func (d *device) flush(t *testing.T) buffer.Entry {
 	}
 	return e
 }
+
+// hangThenAsk publishes hung questions of device "hang" (whose runs the
+// test's agent holds), then one question each of 20 other devices, and
+// waits up to 15 s for all 20 to be acknowledged: whether, and how fast,
+// the others were answered while one device hangs.
+func hangThenAsk(t *testing.T, pub paho.Client, cmds *brokertest.Subscriber, hung int) (bool, time.Duration) {
+	t.Helper()
+	for i := range hung {
+		publish(t, pub, protocol.Topic("hang", protocol.TopicUtterances),
+			rawUtterance("hang", fmt.Sprintf("hang-%05d", i), "s", uint64(i+1), "question"))
+	}
+	start := time.Now()
+	var want []string
+	for i := range 20 {
+		dev := fmt.Sprintf("other-%02d", i)
+		want = append(want, dev+"-q")
+		publish(t, pub, protocol.Topic(dev, protocol.TopicUtterances), rawUtterance(dev, dev+"-q", "s", 1, "a question"))
+	}
+	_, ok := cmds.WaitFor(15*time.Second, func(m []brokertest.Message) bool {
+		got := ackedIDs(t, m)
+		for _, id := range want {
+			if !got[id] {
+				return false
+			}
+		}
+		return true
+	})
+	return ok, time.Since(start)
+}
