@@ -1,13 +1,11 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -25,26 +23,8 @@ import (
 // from the bridge's /metrics.
 func goMem(t *testing.T, addr string) (heapMiB, allocMiB float64) {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/metrics")
-	if err != nil {
-		return 0, 0
-	}
-	defer resp.Body.Close()
-	sc := bufio.NewScanner(resp.Body)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) != 2 {
-			continue
-		}
-		v, _ := strconv.ParseFloat(f[1], 64)
-		switch f[0] {
-		case "go_memstats_heap_inuse_bytes":
-			heapMiB = v / (1 << 20)
-		case "go_memstats_alloc_bytes_total":
-			allocMiB = v / (1 << 20)
-		}
-	}
-	return heapMiB, allocMiB
+	m := promValues(t, addr)
+	return m["go_memstats_heap_inuse_bytes"] / (1 << 20), m["go_memstats_alloc_bytes_total"] / (1 << 20)
 }
 
 // TestBatchJoinMemory (make test-fleet; issue 49 item 3, a measurement):

@@ -53,36 +53,33 @@ func hangingGraph(t *testing.T, target, thread string) string {
 	return srv.URL + u.Path
 }
 
-// lastHeapMiB is the Go heap in use at the last scrape.
-var lastHeapMiB float64
-
-// scrape reads the bridge's resident memory (MiB) and goroutines from its
-// /metrics.
-func scrape(t *testing.T, addr string) (rssMiB float64, goroutines int) {
+// promValues reads the bridge's /metrics (plain gauges and counters, no
+// labels); nil when it cannot be read yet (the callers wait for it).
+func promValues(t *testing.T, addr string) map[string]float64 {
 	t.Helper()
 	resp, err := http.Get("http://" + addr + "/metrics")
 	if err != nil {
-		t.Logf("metrics: %v", err)
-		return 0, 0
+		return nil
 	}
 	defer resp.Body.Close()
+	out := map[string]float64{}
 	sc := bufio.NewScanner(resp.Body)
 	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		if len(f) != 2 {
-			continue
-		}
-		v, _ := strconv.ParseFloat(f[1], 64)
-		switch f[0] {
-		case "process_resident_memory_bytes":
-			rssMiB = v / (1 << 20)
-		case "go_goroutines":
-			goroutines = int(v)
-		case "go_memstats_heap_inuse_bytes":
-			lastHeapMiB = v / (1 << 20)
+		if f := strings.Fields(sc.Text()); len(f) == 2 {
+			if v, err := strconv.ParseFloat(f[1], 64); err == nil {
+				out[f[0]] = v
+			}
 		}
 	}
-	return rssMiB, goroutines
+	return out
+}
+
+// scrape is the bridge's RSS, goroutines and Go heap in use, from its
+// /metrics.
+func scrape(t *testing.T, addr string) (rssMiB float64, goroutines int, heapMiB float64) {
+	t.Helper()
+	m := promValues(t, addr)
+	return m["process_resident_memory_bytes"] / (1 << 20), int(m["go_goroutines"]), m["go_memstats_heap_inuse_bytes"] / (1 << 20)
 }
 
 // TestFleetSoakHostile (make test-fleet, issue 49): one mosquitto-mode
@@ -154,7 +151,7 @@ func soakHostile(t *testing.T, fleet bool) {
 		t.Fatal(err)
 	}
 	t.Cleanup(br.Stop)
-	waitUntil(t, 15*time.Second, "the bridge's metrics", func() bool { _, n := scrape(t, metrics); return n > 0 })
+	waitUntil(t, 15*time.Second, "the bridge's metrics", func() bool { _, n, _ := scrape(t, metrics); return n > 0 })
 	time.Sleep(500 * time.Millisecond)
 	coll, err := fleetsim.Collect(brokerURL, "soak-collector")
 	if err != nil {
@@ -191,7 +188,7 @@ func soakHostile(t *testing.T, fleet bool) {
 		t.Fatal("publish warm-up")
 	}
 	waitUntil(t, 2*time.Minute, "the warm-up answer", func() bool { _, ok := coll.Reply("warmup-q"); return ok })
-	rss0, gr0 := scrape(t, metrics)
+	rss0, gr0, _ := scrape(t, metrics)
 	t.Logf("start: RSS %.1f MiB, %d goroutines", rss0, gr0)
 	type row struct {
 		round                      int
@@ -236,7 +233,7 @@ func soakHostile(t *testing.T, fleet bool) {
 		var answers []time.Duration
 		deadline := time.Now().Add(3 * time.Minute)
 		for {
-			rss, n := scrape(t, metrics)
+			rss, n, _ := scrape(t, metrics)
 			peakRSS, peakGr = max(peakRSS, rss), max(peakGr, n)
 			answers = answers[:0]
 			for id, at := range sentAt {
@@ -252,8 +249,7 @@ func soakHostile(t *testing.T, fleet bool) {
 		// Quiet: the workers end (worker_idle 2s), the parts expire
 		// (part_ttl 5s); the hanging device's backlog is still there.
 		time.Sleep(12 * time.Second)
-		rss, n := scrape(t, metrics)
-		heap := lastHeapMiB
+		rss, n, heap := scrape(t, metrics)
 		stateMiB := dirMiB(state) // mosquitto mode's Badger; fleet mode keeps its state in nats-server
 		incomplete := 0
 		dls, err := deadLetters()
@@ -358,7 +354,7 @@ func TestHugeBatchParkedBounded(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(br.Stop)
-	waitUntil(t, 15*time.Second, "the bridge's metrics", func() bool { _, n := scrape(t, metrics); return n > 0 })
+	waitUntil(t, 15*time.Second, "the bridge's metrics", func() bool { _, n, _ := scrape(t, metrics); return n > 0 })
 	time.Sleep(500 * time.Millisecond)
 	coll, err := fleetsim.Collect(broker.URL(), "huge-collector")
 	if err != nil {
@@ -372,8 +368,8 @@ func TestHugeBatchParkedBounded(t *testing.T) {
 	defer pub.Disconnect(100)
 	const dev, id = "huge", "huge-batch"
 	note := strings.Repeat("crack in the weld ", 250_000/18)
-	rss0, _ := scrape(t, metrics)
-	peak, heap := rss0, lastHeapMiB
+	rss0, _, heap := scrape(t, metrics)
+	peak := rss0
 	start := time.Now()
 	for i := 1; i <= parts; i++ {
 		b, _ := json.Marshal(protocol.Batch{Envelope: protocol.Envelope{V: 1, Type: protocol.TypeBatch, ID: id, Seq: 1,
@@ -384,21 +380,19 @@ func TestHugeBatchParkedBounded(t *testing.T) {
 			t.Fatalf("publish part %d: %v", i, tok.Error())
 		}
 		if i%20 == 0 {
-			rss, _ := scrape(t, metrics)
-			peak = max(peak, rss)
-			heap = max(heap, lastHeapMiB)
+			rss, _, h := scrape(t, metrics)
+			peak, heap = max(peak, rss), max(heap, h)
 		}
 	}
 	waitUntil(t, 2*time.Minute, "the batch's ack", func() bool { _, ok := coll.AckAt(id); return ok })
-	rss, _ := scrape(t, metrics)
-	peak = max(peak, rss)
+	rss, _, h := scrape(t, metrics)
+	peak, heap = max(peak, rss), max(heap, h)
 	var reason string
 	for _, c := range coll.Commands() {
 		if c.Type == protocol.CmdParked && len(c.IDs) == 1 && c.IDs[0] == id {
 			reason = c.Reason
 		}
 	}
-	heap = max(heap, lastHeapMiB)
 	t.Logf("%d parts of %d bytes in %v: RSS %.1f MiB before, peak %.1f MiB (Go heap in use peak %.1f MiB); parked: %q", parts, len(note),
 		time.Since(start).Round(time.Second), rss0, peak, heap, reason)
 	if !strings.HasPrefix(reason, "batch_too_large") {
